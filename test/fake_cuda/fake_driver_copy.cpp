@@ -1,0 +1,431 @@
+// Fake CUDA driver, part 2: the memcpy and memset families.
+//
+// Device memory is host memory here, so a copy is a memmove and a set is a
+// fill. "Async" variants complete before they return. Device-side pointers
+// must lie inside an allocation the fake handed out (else
+// CUDA_ERROR_INVALID_VALUE), which keeps a buggy test from scribbling over
+// random memory; cuMemcpy / cuMemcpyAsync take any pointers (unified
+// addressing), like the real ones.
+//
+// Every entry point exists in a legacy and a per-thread-default-stream
+// flavour (_ptds for synchronous, _ptsz for stream-taking ones); both share
+// one helper, the flavour deciding what a NULL stream means.
+#include "fake_driver_internal.h"
+
+#include <cstring>
+
+namespace fake {
+namespace {
+
+// A copy or set needs an initialised driver and a current context.
+CUresult ready() {
+    Context* ctx = nullptr;
+    return current_context(&ctx);
+}
+
+CUresult ready_on(CUstream stream, bool per_thread) {
+    if (CUresult rc = ready()) return rc;
+    return check_stream(stream, per_thread);
+}
+
+CUresult copy_raw(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return CUDA_SUCCESS;
+    if (dst == nullptr || src == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::memmove(dst, src, bytes);
+    return CUDA_SUCCESS;
+}
+
+void* as_ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+
+// Checks and performs a copy whose device side(s) must be allocations.
+CUresult copy_checked(void* dst, bool dst_device, const void* src, bool src_device, size_t bytes) {
+    if (bytes == 0) return CUDA_SUCCESS;
+    if (dst_device && !range_is_allocated(reinterpret_cast<CUdeviceptr>(dst), bytes)) return CUDA_ERROR_INVALID_VALUE;
+    if (src_device && !range_is_allocated(reinterpret_cast<CUdeviceptr>(src), bytes)) return CUDA_ERROR_INVALID_VALUE;
+    return copy_raw(dst, src, bytes);
+}
+
+CUresult memcpy_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    return copy_raw(as_ptr(dst), as_ptr(src), bytes);
+}
+
+CUresult htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    return copy_checked(as_ptr(dst), true, src, false, bytes);
+}
+
+CUresult dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    return copy_checked(dst, false, as_ptr(src), true, bytes);
+}
+
+CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    return copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes);
+}
+
+CUresult peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes,
+              CUstream stream, bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    if (find_context(dst_ctx) == nullptr || find_context(src_ctx) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    return copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes);
+}
+
+// One side of a pitched copy: the base address of row 0 / slice 0 and the
+// pitches, taken from the CUDA_MEMCPY2D / 3D fields of that side.
+struct Side {
+    char* base = nullptr;
+    size_t pitch = 0;
+    size_t height = 0;  // rows per slice (3D only)
+    bool device = false;
+};
+
+CUresult make_side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x, size_t y,
+                   size_t z, size_t pitch, size_t height, Side* out) {
+    switch (type) {
+        case CU_MEMORYTYPE_HOST: out->base = static_cast<char*>(const_cast<void*>(host)); break;
+        case CU_MEMORYTYPE_DEVICE:
+            out->base = static_cast<char*>(as_ptr(device));
+            out->device = true;
+            break;
+        case CU_MEMORYTYPE_UNIFIED: out->base = static_cast<char*>(as_ptr(device)); break;
+        case CU_MEMORYTYPE_ARRAY:
+            (void)array;
+            return CUDA_ERROR_NOT_SUPPORTED;  // the fake has no CUDA arrays
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (out->base == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    out->pitch = pitch;
+    out->height = height;
+    out->base += x + y * pitch + z * pitch * height;
+    return CUDA_SUCCESS;
+}
+
+// Copies width bytes x height rows x depth slices between two sides.
+CUresult copy_pitched(const Side& dst, const Side& src, size_t width, size_t height, size_t depth) {
+    if (width == 0 || height == 0 || depth == 0) return CUDA_SUCCESS;
+    if ((height > 1 || depth > 1) && (dst.pitch < width || src.pitch < width)) return CUDA_ERROR_INVALID_VALUE;
+    if (depth > 1 && (dst.height < height || src.height < height)) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t z = 0; z < depth; ++z) {
+        for (size_t y = 0; y < height; ++y) {
+            char* d = dst.base + z * dst.pitch * dst.height + y * dst.pitch;
+            const char* s = src.base + z * src.pitch * src.height + y * src.pitch;
+            if (CUresult rc = copy_checked(d, dst.device, s, src.device, width)) return rc;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread) {
+    if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    Side dst, src;
+    if (CUresult rc = make_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes, p->dstY, 0,
+                                p->dstPitch, 0, &dst))
+        return rc;
+    if (CUresult rc = make_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY, 0,
+                                p->srcPitch, 0, &src))
+        return rc;
+    return copy_pitched(dst, src, p->WidthInBytes, p->Height, 1);
+}
+
+CUresult copy_3d(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread) {
+    if (p == nullptr || p->reserved0 != nullptr || p->reserved1 != nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    Side dst, src;
+    if (CUresult rc = make_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes, p->dstY,
+                                p->dstZ, p->dstPitch, p->dstHeight, &dst))
+        return rc;
+    if (CUresult rc = make_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY,
+                                p->srcZ, p->srcPitch, p->srcHeight, &src))
+        return rc;
+    return copy_pitched(dst, src, p->WidthInBytes, p->Height, p->Depth);
+}
+
+// Fills width elements of type T in each of height rows, pitch bytes apart.
+template <typename T>
+CUresult set_2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream stream,
+                bool per_thread) {
+    if (CUresult rc = ready_on(stream, per_thread)) return rc;
+    if (width == 0 || height == 0) return CUDA_SUCCESS;
+    if (dst % sizeof(T) != 0 || (height > 1 && (pitch < width * sizeof(T) || pitch % sizeof(T) != 0)))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t y = 0; y < height; ++y) {
+        const CUdeviceptr row = dst + y * pitch;
+        if (!range_is_allocated(row, width * sizeof(T))) return CUDA_ERROR_INVALID_VALUE;
+        T* p = static_cast<T*>(as_ptr(row));
+        for (size_t i = 0; i < width; ++i) p[i] = value;
+    }
+    return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult set_1d(CUdeviceptr dst, T value, size_t count, CUstream stream, bool per_thread) {
+    return set_2d<T>(dst, count * sizeof(T), value, count, 1, stream, per_thread);
+}
+
+}  // namespace
+}  // namespace fake
+
+using namespace fake;
+
+// ----------------------------------------------------------------------------
+// Exported entry points (see the note in fake_driver.cpp about linkage).
+// Synchronous ones pass a NULL stream: the default stream of their flavour.
+// ----------------------------------------------------------------------------
+
+// --- Linear copies --------------------------------------------------------------
+
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+    FAKE_ENTRY();
+    return memcpy_unified(dst, src, ByteCount, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+    FAKE_ENTRY();
+    return memcpy_unified(dst, src, ByteCount, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+    FAKE_ENTRY();
+    return memcpy_unified(dst, src, ByteCount, hStream, false);
+}
+CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+    FAKE_ENTRY();
+    return memcpy_unified(dst, src, ByteCount, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+    FAKE_ENTRY();
+    return htod(dstDevice, srcHost, ByteCount, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+    FAKE_ENTRY();
+    return htod(dstDevice, srcHost, ByteCount, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                      CUstream hStream) {
+    FAKE_ENTRY();
+    return htod(dstDevice, srcHost, ByteCount, hStream, false);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                           CUstream hStream) {
+    FAKE_ENTRY();
+    return htod(dstDevice, srcHost, ByteCount, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+    FAKE_ENTRY();
+    return dtoh(dstHost, srcDevice, ByteCount, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+    FAKE_ENTRY();
+    return dtoh(dstHost, srcDevice, ByteCount, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+    FAKE_ENTRY();
+    return dtoh(dstHost, srcDevice, ByteCount, hStream, false);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                           CUstream hStream) {
+    FAKE_ENTRY();
+    return dtoh(dstHost, srcDevice, ByteCount, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+    FAKE_ENTRY();
+    return dtod(dstDevice, srcDevice, ByteCount, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+    FAKE_ENTRY();
+    return dtod(dstDevice, srcDevice, ByteCount, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                      CUstream hStream) {
+    FAKE_ENTRY();
+    return dtod(dstDevice, srcDevice, ByteCount, hStream, false);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                           CUstream hStream) {
+    FAKE_ENTRY();
+    return dtod(dstDevice, srcDevice, ByteCount, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                              CUcontext srcContext, size_t ByteCount) {
+    FAKE_ENTRY();
+    return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                   CUcontext srcContext, size_t ByteCount) {
+    FAKE_ENTRY();
+    return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                   CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+    FAKE_ENTRY();
+    return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false);
+}
+CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                        CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+    FAKE_ENTRY();
+    return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true);
+}
+
+// --- Pitched copies ----------------------------------------------------------------
+// The "Unaligned" variant exists because real hardware has alignment rules for
+// the aligned one; here both are the same.
+
+CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, hStream, false);
+}
+CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+    FAKE_ENTRY();
+    return copy_2d(pCopy, hStream, true);
+}
+CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* pCopy) {
+    FAKE_ENTRY();
+    return copy_3d(pCopy, nullptr, false);
+}
+CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* pCopy) {
+    FAKE_ENTRY();
+    return copy_3d(pCopy, nullptr, true);
+}
+CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+    FAKE_ENTRY();
+    return copy_3d(pCopy, hStream, false);
+}
+CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+    FAKE_ENTRY();
+    return copy_3d(pCopy, hStream, true);
+}
+
+// --- Sets ------------------------------------------------------------------------
+
+CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, uc, N, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, uc, N, nullptr, true);
+}
+CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, us, N, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, us, N, nullptr, true);
+}
+CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, ui, N, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, ui, N, nullptr, true);
+}
+
+CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                 size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, uc, Width, Height, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                      size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, uc, Width, Height, nullptr, true);
+}
+CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                  size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, us, Width, Height, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                       size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, us, Width, Height, nullptr, true);
+}
+CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                  size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, ui, Width, Height, nullptr, false);
+}
+CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                       size_t Height) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, ui, Width, Height, nullptr, true);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, uc, N, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, uc, N, hStream, true);
+}
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, us, N, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, us, N, hStream, true);
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, ui, N, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_1d(dstDevice, ui, N, hStream, true);
+}
+
+CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                   size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, uc, Width, Height, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                        size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, uc, Width, Height, hStream, true);
+}
+CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                    size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, us, Width, Height, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                         size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, us, Width, Height, hStream, true);
+}
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                    size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, ui, Width, Height, hStream, false);
+}
+CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                         size_t Height, CUstream hStream) {
+    FAKE_ENTRY();
+    return set_2d(dstDevice, dstPitch, ui, Width, Height, hStream, true);
+}
