@@ -1,0 +1,109 @@
+#include "collector/collector.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "collector/log.h"
+
+namespace nb {
+
+namespace {
+// Drain period. 16384 records per ring at 128 B drain in well under a
+// millisecond; a thread would have to make more than ~8 million calls per
+// second to overrun its ring between two passes.
+constexpr auto kDrainPeriod = std::chrono::milliseconds(2);
+}  // namespace
+
+Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
+                     OutputContext context)
+    : options_(options),
+      registry_(registry),
+      names_(names),
+      context_(std::move(context)),
+      session_(SessionLimits{options.trace_max_events, options.mem_max_entries}) {}
+
+bool Collector::start(std::function<void()> on_thread_start) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool ok = true;
+  try {
+    thread_ = std::thread([this, on_thread_start] {
+      if (on_thread_start) on_thread_start();
+      run();
+    });
+  } catch (...) {
+    ok = false;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+size_t Collector::drain_once() {
+  size_t n = 0;
+  registry_.for_each([&](ThreadSlot& slot) {
+    // Exited is read before draining: a slot seen exited is fully drained by
+    // this pass, since its owner publishes nothing after exiting.
+    const bool exited = slot.state.load(std::memory_order_acquire) == ThreadSlot::kExited;
+    // A ring holds one thread's records (it is handed on only when empty),
+    // so the thread is noted once per pass, not once per record.
+    const size_t got = slot.ring.drain([&](const Record& r) { session_.consume(r); });
+    if (got) session_.note_thread(slot.tid.load(std::memory_order_relaxed), slot.name);
+    n += got;
+    if (exited) ThreadRegistry::recycle_if_exited(slot);
+  });
+  return n;
+}
+
+uint64_t Collector::dropped() const {
+  uint64_t d = registry_.failed_acquires();
+  const_cast<ThreadRegistry&>(registry_).for_each([&](ThreadSlot& s) { d += s.ring.dropped(); });
+  return d;
+}
+
+void Collector::run() {
+  pthread_setname_np(pthread_self(), "nb-collector");
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    const size_t n = drain_once();
+    lock.lock();
+    // A busy pass (a ring more than a quarter full on average) goes round
+    // again at once instead of sleeping, so floods drop as little as they can.
+    if (n > registry_.capacity() / 4) continue;
+    cv_.wait_for(lock, kDrainPeriod, [this] { return stop_; });
+  }
+}
+
+void Collector::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  drain_once();
+
+  context_.dropped = dropped();
+  context_.kernel_names = names_.snapshot();
+  if (session_.consumed() == 0 && context_.dropped == 0) {
+    log::debug("no CUDA calls recorded; no files written");
+    return;
+  }
+  const OutputResult res = write_outputs(session_, context_);
+  for (const std::string& p : res.problems) log::warn(p);
+  if (options_.print_table) log::print(res.table_for_stderr);
+  std::string where;
+  for (const std::string& w : res.written) where += (where.empty() ? "" : ", ") + w;
+  if (!where.empty()) log::print("nb: wrote " + where + "\n");
+  if (context_.dropped) {
+    log::warn(std::to_string(context_.dropped) +
+              " records dropped (thread rings full; raise NB_RING_RECORDS)");
+  }
+}
+
+}  // namespace nb

@@ -1,0 +1,52 @@
+// The collector thread: drains every thread's ring every few milliseconds
+// into the Session, and when recording ends (at exit) drains the rest and
+// writes the outputs. The only thread that does I/O for the shim.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "collector/name_table.h"
+#include "collector/options.h"
+#include "collector/output.h"
+#include "collector/session.h"
+#include "collector/thread_registry.h"
+
+namespace nb {
+
+class Collector {
+ public:
+  Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
+            OutputContext context);
+
+  // Spawns the thread (all signals blocked in it, so the program's handlers
+  // keep running on the program's threads). Returns false if it could not.
+  bool start(std::function<void()> on_thread_start = {});
+  // Stops the thread, drains what is left, writes the files, prints the table
+  // and where the files are. Idempotent; safe if start() never ran.
+  void finish();
+
+  // One pass over all rings (the thread's loop body; tests call it).
+  size_t drain_once();
+  uint64_t dropped() const;
+  const Session& session() const { return session_; }
+
+ private:
+  void run();
+
+  const Options options_;
+  ThreadRegistry& registry_;
+  NameTable& names_;
+  OutputContext context_;
+  Session session_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+}  // namespace nb

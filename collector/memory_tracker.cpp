@@ -1,0 +1,176 @@
+#include "collector/memory_tracker.h"
+
+#include <algorithm>
+
+namespace nb {
+
+using formats::Action;
+
+namespace {
+constexpr int32_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation
+constexpr uint64_t kLargeSegment = 1 << 20;  // PyTorch's small pool holds blocks <= 1 MiB
+int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
+}  // namespace
+
+void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
+                         uint64_t t_ns, uint64_t device_free) {
+  const Entry e{a, device, addr, size, stream, t_ns, device_free};
+  if (ring_.size() < max_entries_) {
+    ring_.push_back(e);
+    return;
+  }
+  ring_[next_] = e;
+  next_ = (next_ + 1) % max_entries_;
+  ++counts_.overwritten;
+}
+
+void MemoryTracker::add_live(uint64_t addr, const Live& l) {
+  live_[addr] = l;
+  if (live_bytes_.size() <= static_cast<size_t>(l.device)) {
+    live_bytes_.resize(static_cast<size_t>(l.device) + 1, 0);
+    peak_bytes_.resize(static_cast<size_t>(l.device) + 1, 0);
+  }
+  live_bytes_[static_cast<size_t>(l.device)] += l.size;
+  peak_bytes_[static_cast<size_t>(l.device)] =
+      std::max(peak_bytes_[static_cast<size_t>(l.device)], live_bytes_[static_cast<size_t>(l.device)]);
+}
+
+void MemoryTracker::remove_live(uint64_t addr, const Live& l) {
+  live_bytes_[static_cast<size_t>(l.device)] -= l.size;
+  live_.erase(addr);
+}
+
+void MemoryTracker::release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done,
+                            bool unmap) {
+  push(Action::FreeRequested, l.device, addr, l.size, l.stream, t_req);
+  push(Action::FreeCompleted, l.device, addr, l.size, l.stream, t_done);
+  push(unmap ? Action::SegmentUnmap : Action::SegmentFree, l.device, addr, l.size, l.stream, t_done);
+  remove_live(addr, l);
+}
+
+void MemoryTracker::on_record(const Record& r) {
+  switch (r.kind) {
+    case Kind::Alloc: {
+      const int dev = device_or_zero(r.device);
+      if (r.result != 0) {
+        if (r.result == kOutOfMemory) {
+          ++counts_.ooms;
+          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end_ns, r.aux);
+        }
+        return;
+      }
+      if (r.ptr == 0) return;
+      // An address handed out again without a free we saw (e.g. freed by a
+      // path we do not intercept): close the old one first so that blocks
+      // never overlap.
+      auto old = live_.find(r.ptr);
+      if (old != live_.end()) release(r.ptr, Live(old->second), r.start_ns, r.start_ns, old->second.mapped);
+      ++counts_.allocs;
+      const Live l{r.bytes, dev, r.stream, false};
+      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end_ns);
+      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end_ns);
+      add_live(r.ptr, l);
+      return;
+    }
+    case Kind::Free: {
+      if (r.result != 0 || r.ptr == 0) return;
+      auto it = live_.find(r.ptr);
+      if (it == live_.end() || it->second.mapped) {
+        ++counts_.unmatched_frees;
+        return;
+      }
+      ++counts_.frees;
+      release(r.ptr, Live(it->second), r.start_ns, r.end_ns, false);
+      return;
+    }
+    case Kind::VmmCreate:
+      if (r.result == 0) vmm_handles_[r.ptr] = device_or_zero(r.device);
+      else if (r.result == kOutOfMemory) {
+        ++counts_.ooms;
+        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end_ns, r.aux);
+      }
+      return;
+    case Kind::VmmRelease:
+      if (r.result == 0) vmm_handles_.erase(r.ptr);
+      return;
+    case Kind::VmmMap: {
+      if (r.result != 0 || r.ptr == 0) return;
+      auto h = vmm_handles_.find(r.ptr2);
+      const int dev = h != vmm_handles_.end() ? h->second : device_or_zero(r.device);
+      ++counts_.maps;
+      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end_ns);
+      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end_ns);
+      add_live(r.ptr, Live{r.bytes, dev, 0, true});
+      return;
+    }
+    case Kind::VmmUnmap: {
+      if (r.result != 0) return;
+      // One unmap may cover several mappings: release every mapping that
+      // starts inside [ptr, ptr + bytes).
+      std::vector<uint64_t> inside;
+      for (const auto& [addr, l] : live_) {
+        if (l.mapped && addr >= r.ptr && addr < r.ptr + r.bytes) inside.push_back(addr);
+      }
+      std::sort(inside.begin(), inside.end());
+      for (uint64_t addr : inside) {
+        ++counts_.unmaps;
+        release(addr, Live(live_.at(addr)), r.start_ns, r.end_ns, true);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+uint64_t MemoryTracker::live_bytes(int device) const {
+  return device >= 0 && static_cast<size_t>(device) < live_bytes_.size() ? live_bytes_[static_cast<size_t>(device)] : 0;
+}
+
+uint64_t MemoryTracker::peak_bytes(int device) const {
+  return device >= 0 && static_cast<size_t>(device) < peak_bytes_.size() ? peak_bytes_[static_cast<size_t>(device)] : 0;
+}
+
+formats::SnapshotData MemoryTracker::snapshot(int64_t epoch_offset_ns) const {
+  formats::SnapshotData s;
+  int max_device = 0;
+
+  std::vector<std::pair<uint64_t, Live>> live(live_.begin(), live_.end());
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+    return a.second.device != b.second.device ? a.second.device < b.second.device : a.first < b.first;
+  });
+  for (const auto& [addr, l] : live) {
+    formats::Segment seg;
+    seg.device = l.device;
+    seg.address = addr;
+    seg.total_size = seg.allocated_size = seg.active_size = seg.requested_size = l.size;
+    seg.stream = l.stream;
+    seg.large = l.size > kLargeSegment;
+    seg.is_expandable = l.mapped;
+    seg.blocks.push_back(formats::Block{addr, l.size, l.size, formats::BlockState::ActiveAllocated, 0});
+    s.segments.push_back(std::move(seg));
+    max_device = std::max(max_device, l.device);
+  }
+
+  const auto to_us = [&](uint64_t t_ns) {
+    return (static_cast<int64_t>(t_ns) + epoch_offset_ns) / 1000;
+  };
+  const size_t n = ring_.size();
+  const size_t first = n < max_entries_ ? 0 : next_;
+  for (const Entry& e : ring_) max_device = std::max(max_device, e.device);
+  s.device_traces.resize(static_cast<size_t>(max_device) + 1);
+  for (size_t k = 0; k < n; ++k) {
+    const Entry& e = ring_[(first + k) % n];
+    formats::TraceEntry t;
+    t.action = e.action;
+    t.addr = e.addr;
+    t.size = e.size;
+    t.stream = e.stream;
+    t.time_us = to_us(e.t_ns);
+    t.device_free = e.device_free;
+    s.device_traces[static_cast<size_t>(e.device)].push_back(t);
+  }
+  return s;
+}
+
+}  // namespace nb

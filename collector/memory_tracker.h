@@ -1,0 +1,63 @@
+// Turns memory records into the snapshot's view: which device allocations are
+// live (segments with their blocks) and the history of allocations, frees,
+// mappings and OOMs (device_traces), kept in a ring of the newest entries.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/record.h"
+#include "formats/snapshot_model.h"
+
+namespace nb {
+
+struct MemoryCounts {
+  uint64_t allocs = 0, frees = 0, maps = 0, unmaps = 0, ooms = 0;
+  uint64_t unmatched_frees = 0;   // frees of addresses we never saw allocated
+  uint64_t overwritten = 0;       // history entries pushed out of the ring
+};
+
+class MemoryTracker {
+ public:
+  explicit MemoryTracker(size_t max_entries) : max_entries_(max_entries ? max_entries : 1) {}
+
+  // Ignores records that are not about device memory.
+  void on_record(const Record& r);
+
+  // Live allocations as segments and the newest history, with times turned
+  // into epoch microseconds.
+  formats::SnapshotData snapshot(int64_t epoch_offset_ns) const;
+
+  const MemoryCounts& counts() const { return counts_; }
+  // Bytes live now on `device`, and the most that were live at once.
+  uint64_t live_bytes(int device) const;
+  uint64_t peak_bytes(int device) const;
+
+ private:
+  struct Live {
+    uint64_t size;
+    int device;
+    uint64_t stream;
+    bool mapped;  // cuMemMap'ed range (virtual memory), not an allocation
+  };
+  struct Entry {
+    formats::Action action;
+    int device;
+    uint64_t addr, size, stream, t_ns, device_free;
+  };
+  void push(formats::Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
+            uint64_t t_ns, uint64_t device_free = 0);
+  void add_live(uint64_t addr, const Live& l);
+  void remove_live(uint64_t addr, const Live& l);
+  void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap);
+
+  size_t max_entries_;
+  std::vector<Entry> ring_;
+  size_t next_ = 0;  // ring_ index of the next write once full
+  std::unordered_map<uint64_t, Live> live_;
+  std::unordered_map<uint64_t, int> vmm_handles_;  // cuMemCreate handle → device
+  std::vector<uint64_t> live_bytes_, peak_bytes_;  // per device
+  MemoryCounts counts_;
+};
+
+}  // namespace nb

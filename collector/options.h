@@ -1,0 +1,52 @@
+// Typed NB_* options, parsed once from the environment. Parsing is a pure
+// function of a getenv-like lookup so that tests can feed it any input.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collector/options_table.h"
+
+namespace nb {
+
+enum class LogLevel : uint8_t { Trace, Debug, Info, Warn, Error, Off };
+
+struct Options {
+#define NB_FIELD_String std::string
+#define NB_FIELD_Bool bool
+#define NB_FIELD_UInt uint64_t
+#define NB_FIELD_LogLevel LogLevel
+#define NB_DECLARE(field, NAME, Type, def, lo, hi, help) NB_FIELD_##Type field{};
+  NB_OPTIONS(NB_DECLARE)
+#undef NB_DECLARE
+};
+
+struct OptionInfo {
+  const char* name;
+  const char* type;
+  const char* default_value;
+  uint64_t min, max;
+  const char* help;
+};
+const std::vector<OptionInfo>& option_table();
+
+// Reads every option through `lookup` (nullptr = unset). A bad value adds one
+// line to `problems` naming the variable and the accepted forms; the default
+// is used instead.
+using EnvLookup = std::function<const char*(const char*)>;
+Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problems);
+
+// Effective values, one "NAME=value" per entry, for the debug log.
+std::vector<std::string> describe_options(const Options& o);
+
+// Single-value parsers (exposed for tests and fuzzing).
+bool parse_bool(const std::string& s, bool& out);
+bool parse_uint(const std::string& s, uint64_t min, uint64_t max, uint64_t& out);
+bool parse_log_level(const std::string& s, LogLevel& out);
+const char* log_level_name(LogLevel l);
+
+// Expands %p, %n and %% in an output prefix.
+std::string expand_prefix(const std::string& pattern, long pid, const std::string& program);
+
+}  // namespace nb

@@ -1,0 +1,316 @@
+#include "collector/output.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <streambuf>
+
+#include "formats/chrome_trace.h"
+#include "formats/memory_snapshot.h"
+#include "shim/api.h"
+
+namespace nb {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+const char* copy_kind_name(uint64_t k) {
+  switch (static_cast<CopyKind>(k)) {
+    case CopyKind::HtoD: return "HtoD";
+    case CopyKind::DtoH: return "DtoH";
+    case CopyKind::DtoD: return "DtoD";
+    case CopyKind::HtoH: return "HtoH";
+    case CopyKind::Peer: return "PtoP";
+    case CopyKind::Default: return "Default";
+    case CopyKind::Unknown: break;
+  }
+  return "Unknown";
+}
+
+std::string thread_name(int64_t pid, uint32_t tid, const std::string& fallback) {
+  // The name now, if the thread still runs: programs often name threads after
+  // their first CUDA call (Python's threading, worker pools).
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  if (f && std::getline(f, name) && !name.empty()) return name;
+  return fallback.empty() ? "thread " + std::to_string(tid) : fallback;
+}
+
+void add_record_args(const Record& r, const OutputContext& ctx, std::vector<formats::Arg>& a) {
+  using formats::Arg;
+  a.push_back(Arg::uinteger("External id", r.id));
+  switch (r.kind) {
+    case Kind::Launch:
+      if (r.name != 0 && r.name < ctx.kernel_names.size()) a.push_back(Arg::text("kernel", ctx.kernel_names[r.name]));
+      a.push_back(Arg::dim3("grid", r.grid[0], r.grid[1], r.grid[2]));
+      a.push_back(Arg::dim3("block", r.block[0], r.block[1], r.block[2]));
+      a.push_back(Arg::uinteger("shared memory", r.shared_mem));
+      a.push_back(Arg::text("stream handle", hex(r.stream)));
+      break;
+    case Kind::Graph:
+      a.push_back(Arg::text("graph exec", hex(r.ptr)));
+      a.push_back(Arg::text("stream handle", hex(r.stream)));
+      break;
+    case Kind::Memcpy:
+      a.push_back(Arg::uinteger("bytes", r.bytes));
+      a.push_back(Arg::text("kind", copy_kind_name(r.aux)));
+      a.push_back(Arg::text("dst", hex(r.ptr)));
+      a.push_back(Arg::text("src", hex(r.ptr2)));
+      a.push_back(Arg::text("stream handle", hex(r.stream)));
+      break;
+    case Kind::Memset:
+      a.push_back(Arg::uinteger("bytes", r.bytes));
+      a.push_back(Arg::text("dst", hex(r.ptr)));
+      a.push_back(Arg::text("stream handle", hex(r.stream)));
+      break;
+    case Kind::Alloc:
+    case Kind::HostAlloc:
+      a.push_back(Arg::uinteger("bytes", r.bytes));
+      a.push_back(Arg::text("address", hex(r.ptr)));
+      if (r.kind == Kind::Alloc) a.push_back(Arg::integer("device", r.device));
+      if (r.kind == Kind::Alloc && r.result == 2) a.push_back(Arg::uinteger("device free", r.aux));
+      break;
+    case Kind::Free:
+    case Kind::HostFree:
+      a.push_back(Arg::text("address", hex(r.ptr)));
+      break;
+    case Kind::VmmCreate:
+    case Kind::VmmRelease:
+      a.push_back(Arg::text("handle", hex(r.ptr)));
+      if (r.bytes) a.push_back(Arg::uinteger("bytes", r.bytes));
+      break;
+    case Kind::VmmMap:
+    case Kind::VmmUnmap:
+      a.push_back(Arg::text("address", hex(r.ptr)));
+      a.push_back(Arg::uinteger("bytes", r.bytes));
+      if (r.kind == Kind::VmmMap) a.push_back(Arg::text("handle", hex(r.ptr2)));
+      break;
+    case Kind::Sync:
+      if (r.stream) a.push_back(Arg::text("stream handle", hex(r.stream)));
+      break;
+    default:
+      break;
+  }
+  if (r.result != 0) a.push_back(Arg::integer("result", r.result));
+}
+
+// std::ostream over a file descriptor we opened ourselves (O_EXCL,
+// O_NOFOLLOW), which std::ofstream cannot do.
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof buf_); }
+  ~FdBuf() override { sync(); }
+  bool failed() const { return failed_; }
+  int sync() override {
+    const char* p = pbase();
+    while (p < pptr()) {
+      const ssize_t n = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) { failed_ = true; break; }
+      p += n;
+    }
+    setp(buf_, buf_ + sizeof buf_);
+    return failed_ ? -1 : 0;
+  }
+  int overflow(int c) override {
+    if (sync() != 0) return traits_type::eof();
+    if (c != traits_type::eof()) { *pptr() = static_cast<char>(c); pbump(1); }
+    return c == traits_type::eof() ? 0 : c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::streamsize done = 0;
+    while (done < n) {
+      const std::streamsize room = epptr() - pptr();
+      if (room == 0) {
+        if (sync() != 0) break;
+        continue;
+      }
+      const std::streamsize k = std::min(room, n - done);
+      std::memcpy(pptr(), s + done, static_cast<size_t>(k));
+      pbump(static_cast<int>(k));
+      done += k;
+    }
+    return done;
+  }
+
+ private:
+  int fd_;
+  bool failed_ = false;
+  char buf_[1 << 16];
+};
+
+bool make_parents(const std::string& path, std::string& error) {
+  for (size_t i = 1; i < path.size(); ++i) {
+    if (path[i] != '/') continue;
+    const std::string dir = path.substr(0, i);
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+      error = "cannot create directory " + dir + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename WriteFn>
+void write_file(const std::string& path, const OutputContext& ctx, OutputResult& res, WriteFn&& fn) {
+  std::string error;
+  const int fd = create_output_file(path, ctx.overwrite, error);
+  if (fd < 0) {
+    res.problems.push_back(error);
+    return;
+  }
+  bool failed;
+  {
+    FdBuf buf(fd);
+    std::ostream os(&buf);
+    fn(os);
+    os.flush();
+    failed = buf.failed();
+  }
+  if (::close(fd) != 0) failed = true;
+  if (failed) {
+    res.problems.push_back("could not write all of " + path + ": " + std::strerror(errno));
+    return;
+  }
+  res.written.push_back(path);
+}
+
+}  // namespace
+
+int create_output_file(const std::string& path, bool overwrite, std::string& error) {
+  if (!make_parents(path, error)) return -1;
+  int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+  flags |= overwrite ? O_TRUNC : O_EXCL;
+  const int fd = ::open(path.c_str(), flags, 0666);  // the user's umask applies
+  if (fd < 0) {
+    if (errno == EEXIST) error = path + " exists; not overwritten (set NB_OVERWRITE=1 to replace it)";
+    else if (errno == ELOOP) error = path + " is a symbolic link; not written";
+    else error = "cannot create " + path + ": " + std::strerror(errno);
+  }
+  return fd;
+}
+
+formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
+  formats::TraceData t;
+  t.names.reserve(kApiCount);
+  for (uint16_t id = 0; id < kApiCount; ++id) t.names.emplace_back(api_info(id).name);
+
+  const uint64_t first_epoch =
+      s.records().empty() ? static_cast<uint64_t>(ctx.epoch_offset_ns)
+                          : s.first_ns() + static_cast<uint64_t>(ctx.epoch_offset_ns);
+  t.base_time_ns = first_epoch - first_epoch % 1000000000ull;  // a whole second, as Kineto
+
+  t.processes.push_back({ctx.pid, ctx.program, ctx.pid});
+  for (const auto& [tid, name] : s.threads()) {
+    t.threads.push_back({ctx.pid, static_cast<int64_t>(tid), thread_name(ctx.pid, tid, name),
+                         static_cast<int64_t>(tid)});
+  }
+
+  t.events.reserve(s.records().size());
+  s.records().for_each([&](const Record& r) {
+    formats::Event e;
+    e.name = r.api < kApiCount ? r.api : 0;
+    e.cat = api_info(r.api).runtime ? formats::Category::CudaRuntime : formats::Category::CudaDriver;
+    e.pid = ctx.pid;
+    e.tid = r.tid;
+    e.ts_ns = r.start_ns + static_cast<uint64_t>(ctx.epoch_offset_ns);
+    e.dur_ns = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
+    add_record_args(r, ctx, e.args);
+    t.events.push_back(std::move(e));
+  });
+  t.trace_name = ctx.prefix + ".trace.json";
+  return t;
+}
+
+formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx) {
+  formats::SnapshotData snap = s.memory().snapshot(ctx.epoch_offset_ns);
+  snap.allocator_settings.emplace_back("recorded_by", "nb (libnb_shim.so)");
+  snap.allocator_settings.emplace_back("source", "CUDA driver and runtime allocation calls");
+  return snap;
+}
+
+std::vector<formats::TableRow> build_table_rows(const Session& s) {
+  // Several symbols can share a display name (__cudaLaunchKernel and
+  // cudaLaunchKernel): one row per name.
+  std::map<std::string, formats::TableRow> rows;
+  for (uint16_t api = 0; api < kApiCount; ++api) {
+    const ApiStats& st = s.api_stats()[api];
+    if (st.calls == 0) continue;
+    const std::string name = api_info(api).name;
+    formats::TableRow& row = rows[name];
+    if (row.calls == 0) {
+      row.name = name;
+      row.host_min_ns = st.min_ns;
+    }
+    row.calls += st.calls;
+    row.host_total_ns += st.total_ns;
+    row.host_min_ns = std::min(row.host_min_ns, st.min_ns);
+    row.host_max_ns = std::max(row.host_max_ns, st.max_ns);
+    row.errors += st.errors;
+  }
+  std::vector<formats::TableRow> out;
+  for (auto& [name, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx) {
+  formats::TableFooter f;
+  f.records = s.consumed();
+  f.dropped = ctx.dropped;
+  const MemoryCounts& m = s.memory().counts();
+  std::string mem = "Device memory: " + std::to_string(m.allocs) + " allocations, " +
+                    std::to_string(m.frees) + " frees, " + std::to_string(m.maps) + " maps, " +
+                    std::to_string(m.unmaps) + " unmaps, " + std::to_string(m.ooms) + " OOM";
+  mem += "; live at end " + std::to_string(s.memory().live_bytes(0)) + " B, peak " +
+         std::to_string(s.memory().peak_bytes(0)) + " B (device 0)";
+  f.notes.push_back(mem);
+  if (m.unmatched_frees) {
+    f.notes.push_back("Frees of addresses not seen allocated (made before recording began): " +
+                      std::to_string(m.unmatched_frees));
+  }
+  if (m.overwritten) {
+    f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +
+                      std::to_string(m.overwritten));
+  }
+  if (s.trace_overflow()) {
+    f.notes.push_back("Host calls left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
+                      std::to_string(s.trace_overflow()));
+  }
+  for (const std::string& n : ctx.notes) f.notes.push_back(n);
+  return f;
+}
+
+OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
+  OutputResult res;
+  write_file(ctx.prefix + ".trace.json", ctx, res, [&](std::ostream& os) {
+    formats::write_chrome_trace(build_trace(s, ctx), os);
+  });
+  write_file(ctx.prefix + ".memory.pickle", ctx, res, [&](std::ostream& os) {
+    const std::string bytes = formats::memory_snapshot_pickle(build_snapshot(s, ctx));
+    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+
+  formats::TableOptions opt;
+  opt.sort = formats::SortKey::HostTotal;
+  opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + "), host time per CUDA API";
+  const auto rows = build_table_rows(s);
+  const auto footer = build_table_footer(s, ctx);
+  const std::string full = formats::format_ranking_table(rows, opt, footer);
+  write_file(ctx.prefix + ".table.txt", ctx, res, [&](std::ostream& os) { os << full; });
+  opt.max_rows = ctx.table_rows;
+  res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer) : full;
+  return res;
+}
+
+}  // namespace nb

@@ -1,0 +1,58 @@
+// The fixed-size record a hook pushes into its thread's ring: one per
+// intercepted call. Plain data, written by the intercepting thread and read by
+// the collector thread; 128 bytes so a record is two cache lines, never shared
+// between two slots.
+#pragma once
+#include <cstdint>
+
+namespace nb {
+
+enum class Kind : uint8_t {
+  Other = 0,
+  Launch,      // kernel launches (ptr = CUfunction or host stub, name = interned name)
+  Graph,       // graph launches (ptr = graph exec)
+  Memcpy,      // ptr = dst, ptr2 = src, bytes, aux = CopyKind
+  Memset,      // ptr = dst, bytes
+  Alloc,       // device allocation: ptr = result, bytes = size, ptr2 = pool
+  Free,        // ptr
+  VmmCreate,   // cuMemCreate: ptr = handle, bytes
+  VmmRelease,  // ptr = handle
+  VmmMap,      // ptr = address, bytes, ptr2 = handle
+  VmmUnmap,    // ptr = address, bytes
+  HostAlloc,   // pinned host memory: ptr, bytes
+  HostFree,    // ptr
+  Sync,        // synchronize calls
+  Module,      // module / library unloads
+};
+
+// Direction of a copy, as far as the host call tells it.
+enum class CopyKind : uint8_t { Unknown = 0, HtoD, DtoH, DtoD, HtoH, Peer, Default };
+
+namespace record_flag {
+constexpr uint8_t kManaged = 1 << 0;  // cuMemAllocManaged / cudaMallocManaged
+constexpr uint8_t kAsync = 1 << 1;    // stream-ordered allocation or free
+}  // namespace record_flag
+
+struct alignas(64) Record {
+  uint64_t id;        // process-unique: thread index << 32 | per-thread sequence
+  uint64_t start_ns;  // CLOCK_MONOTONIC
+  uint64_t end_ns;
+  uint32_t tid;       // OS thread id
+  uint16_t api;       // ApiId (shim/api.h)
+  Kind kind;
+  uint8_t flags;
+  int32_t result;     // CUresult / cudaError_t
+  int32_t device;     // -1 = unknown
+  uint64_t ptr;
+  uint64_t ptr2;
+  uint64_t bytes;
+  uint64_t stream;
+  uint64_t aux;       // Memcpy: CopyKind; failed Alloc: free bytes the device reported
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem;
+  uint32_t name;      // interned kernel name (NameTable), 0 = unknown
+};
+static_assert(sizeof(Record) == 128, "a record is two cache lines");
+
+}  // namespace nb

@@ -1,0 +1,86 @@
+// What one recording accumulates from the drained records: the host calls
+// kept for the timeline, per-API statistics for the table, the memory
+// history, and the names of the threads seen. No threads, no I/O: the
+// collector feeds it, output.cpp reads it, tests drive it directly.
+#pragma once
+#include <cstdint>
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/memory_tracker.h"
+#include "collector/record.h"
+#include "shim/api.h"
+
+namespace nb {
+
+struct ApiStats {
+  uint64_t calls = 0;
+  uint64_t total_ns = 0;
+  uint64_t min_ns = UINT64_MAX;
+  uint64_t max_ns = 0;
+  uint64_t errors = 0;
+};
+
+// Host records kept for the timeline, in fixed chunks: growing never copies
+// what is stored (a reallocating vector stalls the collector for as long as
+// it takes to copy everything, and the rings overflow meanwhile).
+class RecordLog {
+ public:
+  static constexpr size_t kChunk = 8192;  // 1 MiB of records
+  void push_back(const Record& r) {
+    if (size_ % kChunk == 0) chunks_.emplace_back(new Record[kChunk]);
+    chunks_.back()[size_ % kChunk] = r;
+    ++size_;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Record& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  template <typename F>
+  void for_each(F&& f) const {
+    for (size_t i = 0; i < size_; ++i) f((*this)[i]);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Record[]>> chunks_;
+  size_t size_ = 0;
+};
+
+struct SessionLimits {
+  size_t trace_max_events = 1000000;
+  size_t mem_max_entries = 200000;
+};
+
+class Session {
+ public:
+  explicit Session(const SessionLimits& limits)
+      : limits_(limits), memory_(limits.mem_max_entries) {}
+
+  void consume(const Record& r);
+  void note_thread(uint32_t tid, const char* name);
+
+  const RecordLog& records() const { return records_; }
+  // Indexed by ApiId; calls == 0 for APIs never called.
+  const std::array<ApiStats, kApiCount>& api_stats() const { return api_stats_; }
+  const MemoryTracker& memory() const { return memory_; }
+  const std::map<uint32_t, std::string>& threads() const { return threads_; }
+  uint64_t consumed() const { return consumed_; }
+  uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
+  uint64_t first_ns() const { return first_ns_; }
+  uint64_t last_ns() const { return last_ns_; }
+
+ private:
+  SessionLimits limits_;
+  RecordLog records_;
+  std::array<ApiStats, kApiCount> api_stats_{};
+  MemoryTracker memory_;
+  std::map<uint32_t, std::string> threads_;
+  uint64_t consumed_ = 0;
+  uint64_t trace_overflow_ = 0;
+  uint64_t first_ns_ = UINT64_MAX;
+  uint64_t last_ns_ = 0;
+};
+
+}  // namespace nb

@@ -1,0 +1,57 @@
+// Per-thread rings and the list the collector walks. A thread gets its ring on
+// its first record (one mmap, off the steady state); when the thread exits the
+// ring is marked so, drained by the collector, and handed to the next new
+// thread, so memory is bounded by the number of threads alive at once.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "collector/ring.h"
+
+namespace nb {
+
+struct ThreadSlot {
+  enum State : int { kOwned, kExited, kFree };
+  ThreadSlot(Record* records, uint32_t capacity) : ring(records, capacity) {}
+
+  Ring ring;
+  std::atomic<int> state{kOwned};
+  std::atomic<uint32_t> tid{0};
+  uint32_t index = 0;     // process-unique per owner; high half of record ids
+  char name[16] = {};     // thread name when the owner registered
+  ThreadSlot* next = nullptr;
+};
+
+class ThreadRegistry {
+ public:
+  explicit ThreadRegistry(uint32_t ring_capacity) : capacity_(ring_capacity) {}
+
+  // Called by a thread that has no slot yet. Returns nullptr only when memory
+  // for a new ring cannot be had (the caller counts the record as dropped).
+  ThreadSlot* acquire(uint32_t tid);
+  // Called when the owning thread exits.
+  static void release(ThreadSlot* slot) { slot->state.store(ThreadSlot::kExited, std::memory_order_release); }
+
+  // Collector side: visit every slot (never removed from the list).
+  template <typename F>
+  void for_each(F&& f) {
+    for (ThreadSlot* s = head_.load(std::memory_order_acquire); s; s = s->next) f(*s);
+  }
+  // Collector side: after draining an exited slot, make it reusable.
+  static void recycle_if_exited(ThreadSlot& s) {
+    int expected = ThreadSlot::kExited;
+    if (s.ring.empty()) s.state.compare_exchange_strong(expected, ThreadSlot::kFree);
+  }
+
+  uint32_t capacity() const { return capacity_; }
+  uint64_t failed_acquires() const { return failed_.load(std::memory_order_relaxed); }
+  uint32_t threads_seen() const { return next_index_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint32_t capacity_;
+  std::atomic<ThreadSlot*> head_{nullptr};
+  std::atomic<uint32_t> next_index_{0};
+  std::atomic<uint64_t> failed_{0};
+};
+
+}  // namespace nb

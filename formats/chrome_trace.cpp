@@ -1,0 +1,268 @@
+#include "formats/chrome_trace.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "formats/text_encoding.h"
+
+namespace nb::formats {
+
+const char* category_name(Category c) {
+  switch (c) {
+    case Category::CudaRuntime: return "cuda_runtime";
+    case Category::CudaDriver: return "cuda_driver";
+    case Category::Kernel: return "kernel";
+    case Category::GpuMemcpy: return "gpu_memcpy";
+    case Category::GpuMemset: return "gpu_memset";
+    case Category::UserAnnotation: return "user_annotation";
+    case Category::GpuUserAnnotation: return "gpu_user_annotation";
+    case Category::Overhead: return "overhead";
+  }
+  return "unknown";
+}
+
+void append_us_from_ns(std::string& out, int64_t ns) {
+  uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  char buf[32];
+  const int n = std::snprintf(buf, sizeof buf, "%s%llu.%03llu", ns < 0 ? "-" : "",
+                              static_cast<unsigned long long>(mag / 1000),
+                              static_cast<unsigned long long>(mag % 1000));
+  out.append(buf, static_cast<size_t>(n));
+}
+
+namespace {
+
+void append_int(std::string& out, int64_t v) { out += std::to_string(v); }
+void append_uint(std::string& out, uint64_t v) { out += std::to_string(v); }
+
+// JSON has no NaN or infinity; a bandwidth of a zero-length copy must not make
+// the file unparsable.
+void append_double(std::string& out, double v) {
+  if (!std::isfinite(v)) v = 0;
+  char buf[40];
+  // Byte counts arrive as doubles in counters: print whole numbers exactly.
+  const bool whole = v == std::floor(v) && std::fabs(v) < 9007199254740992.0;
+  const int n = whole ? std::snprintf(buf, sizeof buf, "%.0f", v)
+                      : std::snprintf(buf, sizeof buf, "%.9g", v);
+  out.append(buf, static_cast<size_t>(n));
+}
+
+void append_string(std::string& out, const std::string& s) {
+  out += '"';
+  append_json_escaped(out, s);
+  out += '"';
+}
+
+void append_key(std::string& out, const char* key) {
+  out += '"';
+  append_json_escaped(out, key);
+  out += "\": ";
+}
+
+void append_args(std::string& out, const std::vector<Arg>& args) {
+  out += "{";
+  bool first = true;
+  for (const Arg& a : args) {
+    if (!first) out += ", ";
+    first = false;
+    append_key(out, a.key);
+    switch (a.type) {
+      case Arg::Type::Int: append_int(out, a.i); break;
+      case Arg::Type::UInt: append_uint(out, a.u); break;
+      case Arg::Type::Double: append_double(out, a.d); break;
+      case Arg::Type::String: append_string(out, a.s); break;
+      case Arg::Type::Dim3:
+        out += '[';
+        append_uint(out, a.dim[0]); out += ", ";
+        append_uint(out, a.dim[1]); out += ", ";
+        append_uint(out, a.dim[2]);
+        out += ']';
+        break;
+    }
+  }
+  out += "}";
+}
+
+void append_ts(std::string& out, const TraceData& t, uint64_t ts_ns) {
+  append_us_from_ns(out, static_cast<int64_t>(ts_ns - t.base_time_ns));
+}
+
+void append_device(std::string& out, const DeviceProperties& d) {
+  out += "{\"id\": "; append_int(out, d.id);
+  out += ", \"name\": "; append_string(out, d.name);
+  out += ", \"totalGlobalMem\": "; append_uint(out, d.total_global_mem);
+  out += ", \"computeMajor\": "; append_int(out, d.compute_major);
+  out += ", \"computeMinor\": "; append_int(out, d.compute_minor);
+  out += ", \"maxThreadsPerBlock\": "; append_int(out, d.max_threads_per_block);
+  out += ", \"maxThreadsPerMultiprocessor\": "; append_int(out, d.max_threads_per_multiprocessor);
+  out += ", \"regsPerBlock\": "; append_int(out, d.regs_per_block);
+  out += ", \"warpSize\": "; append_int(out, d.warp_size);
+  out += ", \"sharedMemPerBlock\": "; append_int(out, d.shared_mem_per_block);
+  out += ", \"numSms\": "; append_int(out, d.num_sms);
+  out += ", \"regsPerMultiprocessor\": "; append_int(out, d.regs_per_multiprocessor);
+  out += ", \"sharedMemPerBlockOptin\": "; append_int(out, d.shared_mem_per_block_optin);
+  out += ", \"sharedMemPerMultiprocessor\": "; append_int(out, d.shared_mem_per_multiprocessor);
+  out += "}";
+}
+
+// Writes in chunks so that a trace of millions of events never needs one
+// string of its full size.
+class ChunkedOut {
+ public:
+  explicit ChunkedOut(std::ostream& os) : os_(os) { buf_.reserve(kChunk + 4096); }
+  ~ChunkedOut() { flush(); }
+  std::string& buf() { return buf_; }
+  void maybe_flush() { if (buf_.size() >= kChunk) flush(); }
+  void flush() { os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size())); buf_.clear(); }
+
+ private:
+  static constexpr size_t kChunk = 1 << 16;
+  std::ostream& os_;
+  std::string buf_;
+};
+
+}  // namespace
+
+void write_chrome_trace(const TraceData& t, std::ostream& os) {
+  ChunkedOut co(os);
+  std::string& out = co.buf();
+
+  // Names are escaped once each, not once per event.
+  std::vector<std::string> names;
+  names.reserve(t.names.size());
+  for (const std::string& n : t.names) {
+    std::string e = "\"";
+    append_json_escaped(e, n);
+    e += '"';
+    names.push_back(std::move(e));
+  }
+  const auto name_of = [&](uint32_t i) -> const std::string& {
+    static const std::string kUnknown = "\"?\"";
+    return i < names.size() ? names[i] : kUnknown;
+  };
+
+  out += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
+  for (size_t i = 0; i < t.devices.size(); ++i) {
+    out += i ? ",\n    " : "\n    ";
+    append_device(out, t.devices[i]);
+  }
+  out += t.devices.empty() ? "],\n" : "\n  ],\n";
+  for (const auto& [key, value] : t.top_level_ints) {
+    out += "  ";
+    append_key(out, key.c_str());
+    append_int(out, value);
+    out += ",\n";
+  }
+  out += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+  append_uint(out, t.base_time_ns);
+  out += ",\n  \"traceEvents\": [";
+
+  bool first = true;
+  const auto begin_event = [&] {
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+  };
+
+  for (const ProcessInfo& p : t.processes) {
+    begin_event();
+    out += "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(out, p.pid);
+    out += ", \"tid\": 0, \"args\": {\"name\": ";
+    append_string(out, p.name);
+    out += "}}";
+    begin_event();
+    out += "{\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(out, p.pid);
+    out += ", \"tid\": 0, \"args\": {\"sort_index\": ";
+    append_int(out, p.sort_index);
+    out += "}}";
+  }
+  for (const ThreadInfo& th : t.threads) {
+    begin_event();
+    out += "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(out, th.pid);
+    out += ", \"tid\": ";
+    append_int(out, th.tid);
+    out += ", \"args\": {\"name\": ";
+    append_string(out, th.name);
+    out += "}}";
+    begin_event();
+    out += "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(out, th.pid);
+    out += ", \"tid\": ";
+    append_int(out, th.tid);
+    out += ", \"args\": {\"sort_index\": ";
+    append_int(out, th.sort_index);
+    out += "}}";
+  }
+
+  for (const Event& e : t.events) {
+    begin_event();
+    out += "{\"ph\": \"X\", \"cat\": \"";
+    out += category_name(e.cat);
+    out += "\", \"name\": ";
+    out += name_of(e.name);
+    out += ", \"pid\": ";
+    append_int(out, e.pid);
+    out += ", \"tid\": ";
+    append_int(out, e.tid);
+    out += ", \"ts\": ";
+    append_ts(out, t, e.ts_ns);
+    out += ", \"dur\": ";
+    append_us_from_ns(out, static_cast<int64_t>(e.dur_ns));
+    if (!e.args.empty()) {
+      out += ", \"args\": ";
+      append_args(out, e.args);
+    }
+    out += "}";
+    co.maybe_flush();
+  }
+
+  for (const Flow& f : t.flows) {
+    begin_event();
+    out += f.start ? "{\"ph\": \"s\", \"id\": " : "{\"ph\": \"f\", \"id\": ";
+    append_uint(out, f.id);
+    out += ", \"pid\": ";
+    append_int(out, f.pid);
+    out += ", \"tid\": ";
+    append_int(out, f.tid);
+    out += ", \"ts\": ";
+    append_ts(out, t, f.ts_ns);
+    out += f.start ? ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"
+                   : ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}";
+    co.maybe_flush();
+  }
+
+  for (const Counter& c : t.counters) {
+    begin_event();
+    out += "{\"ph\": \"C\", \"name\": ";
+    out += name_of(c.name);
+    out += ", \"pid\": ";
+    append_int(out, c.pid);
+    out += ", \"tid\": 0";
+    out += ", \"ts\": ";
+    append_ts(out, t, c.ts_ns);
+    out += ", \"args\": {";
+    for (size_t i = 0; i < c.values.size(); ++i) {
+      if (i) out += ", ";
+      append_key(out, c.values[i].first);
+      append_double(out, c.values[i].second);
+    }
+    out += "}}";
+    co.maybe_flush();
+  }
+
+  out += first ? "],\n" : "\n  ],\n";
+  out += "  \"traceName\": ";
+  append_string(out, t.trace_name);
+  out += "\n}\n";
+}
+
+std::string chrome_trace_string(const TraceData& trace) {
+  std::ostringstream os;
+  write_chrome_trace(trace, os);
+  return os.str();
+}
+
+}  // namespace nb::formats

@@ -1,0 +1,12 @@
+// The memory snapshot pickle: loads with Python's pickle, with
+// `python -m torch.cuda._memory_viz`, and in pytorch.org/memory_viz.
+#pragma once
+#include <string>
+
+#include "formats/snapshot_model.h"
+
+namespace nb::formats {
+
+std::string memory_snapshot_pickle(const SnapshotData& snapshot);
+
+}  // namespace nb::formats

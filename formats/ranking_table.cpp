@@ -1,0 +1,147 @@
+#include "formats/ranking_table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "formats/text_encoding.h"
+
+namespace nb::formats {
+
+std::string format_duration_ns(uint64_t ns) {
+  char buf[48];
+  const double us = static_cast<double>(ns) / 1000.0;
+  if (us >= 1e6) std::snprintf(buf, sizeof buf, "%.3fs", us / 1e6);
+  else if (us >= 1e3) std::snprintf(buf, sizeof buf, "%.3fms", us / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3fus", us);
+  return buf;
+}
+
+namespace {
+
+constexpr size_t kNameWidth = 55;
+constexpr size_t kColWidth = 12;
+
+// Names are shown on a terminal: control characters would break the layout,
+// so they are made visible, and long names are cut as torch does ("...").
+std::string display_name(const std::string& raw) {
+  std::string valid;
+  append_valid_utf8(valid, raw);
+  std::string out;
+  size_t chars = 0;
+  for (size_t i = 0; i < valid.size();) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    size_t n = utf8_sequence_length(valid, i);
+    if (n == 0) n = 1;
+    if (chars == kNameWidth - 3 && i + n < valid.size()) { out += "..."; break; }
+    if (c < 0x20 || c == 0x7F) out += '?';
+    else out.append(valid, i, n);
+    i += n;
+    ++chars;
+  }
+  return out;
+}
+
+size_t display_width(const std::string& s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+void pad_left(std::string& out, const std::string& cell, size_t width) {
+  const size_t w = display_width(cell);
+  if (w < width) out.append(width - w, ' ');
+  out += cell;
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& opt,
+                                 const TableFooter& footer) {
+  const bool device = std::any_of(rows.begin(), rows.end(), [](const TableRow& r) { return r.has_device; });
+  uint64_t host_sum = 0, device_sum = 0, calls_sum = 0;
+  for (const TableRow& r : rows) {
+    host_sum += r.host_total_ns;
+    device_sum += r.device_total_ns;
+    calls_sum += r.calls;
+  }
+
+  std::stable_sort(rows.begin(), rows.end(), [&](const TableRow& a, const TableRow& b) {
+    switch (opt.sort) {
+      case SortKey::DeviceTotal:
+        if (a.device_total_ns != b.device_total_ns) return a.device_total_ns > b.device_total_ns;
+        return a.host_total_ns > b.host_total_ns;
+      case SortKey::Calls:
+        if (a.calls != b.calls) return a.calls > b.calls;
+        return a.host_total_ns > b.host_total_ns;
+      case SortKey::Name:
+        return a.name < b.name;
+      case SortKey::HostTotal:
+      default:
+        if (a.host_total_ns != b.host_total_ns) return a.host_total_ns > b.host_total_ns;
+        return a.name < b.name;
+    }
+  });
+
+  std::vector<std::string> headers = {"Self Host", "Self Host %", "Host avg", "Host min",
+                                      "Host max"};
+  if (device) {
+    headers.push_back("Self Device");
+    headers.push_back("Self Device %");
+    headers.push_back("Device avg");
+  }
+  headers.push_back("# of Calls");
+  headers.push_back("Errors");
+
+  std::string rule(kNameWidth, '-');
+  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
+  rule += '\n';
+
+  std::string out;
+  if (!opt.title.empty()) out += opt.title + '\n';
+  out += rule;
+  pad_left(out, "Name", kNameWidth);
+  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
+  out += '\n';
+  out += rule;
+
+  const size_t shown = opt.max_rows && opt.max_rows < rows.size() ? opt.max_rows : rows.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const TableRow& r = rows[i];
+    std::vector<std::string> cells = {
+        format_duration_ns(r.host_total_ns), percent(r.host_total_ns, host_sum),
+        format_duration_ns(r.calls ? r.host_total_ns / r.calls : 0),
+        format_duration_ns(r.host_min_ns), format_duration_ns(r.host_max_ns)};
+    if (device) {
+      if (r.has_device) {
+        cells.push_back(format_duration_ns(r.device_total_ns));
+        cells.push_back(percent(r.device_total_ns, device_sum));
+        cells.push_back(format_duration_ns(r.calls ? r.device_total_ns / r.calls : 0));
+      } else {
+        cells.insert(cells.end(), {"-", "-", "-"});
+      }
+    }
+    cells.push_back(std::to_string(r.calls));
+    cells.push_back(std::to_string(r.errors));
+    pad_left(out, display_name(r.name), kNameWidth);
+    for (const std::string& c : cells) { out += "  "; pad_left(out, c, kColWidth); }
+    out += '\n';
+  }
+  out += rule;
+  if (shown < rows.size()) {
+    out += "(" + std::to_string(rows.size() - shown) + " more rows not shown)\n";
+  }
+  out += "Self Host time total: " + format_duration_ns(host_sum) + '\n';
+  if (device) out += "Self Device time total: " + format_duration_ns(device_sum) + '\n';
+  out += "Calls: " + std::to_string(calls_sum) + ", records: " + std::to_string(footer.records) +
+         ", dropped: " + std::to_string(footer.dropped) + '\n';
+  for (const std::string& n : footer.notes) out += n + '\n';
+  return out;
+}
+
+}  // namespace nb::formats

@@ -1,0 +1,41 @@
+// The ranking table, laid out like torch.profiler's key_averages().table():
+// one row per name, fixed-width columns, a footer with totals. Pure function.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nb::formats {
+
+struct TableRow {
+  std::string name;
+  uint64_t calls = 0;
+  uint64_t host_total_ns = 0;   // self host time: time inside the call
+  uint64_t host_min_ns = 0;
+  uint64_t host_max_ns = 0;
+  uint64_t errors = 0;          // calls that returned an error
+  bool has_device = false;      // device columns are shown when any row has them
+  uint64_t device_total_ns = 0;
+};
+
+enum class SortKey { HostTotal, DeviceTotal, Calls, Name };
+
+struct TableOptions {
+  SortKey sort = SortKey::HostTotal;
+  size_t max_rows = 0;  // 0 = all
+  std::string title;    // first line, e.g. the program and the window
+};
+
+struct TableFooter {
+  uint64_t records = 0;       // host records written into the table
+  uint64_t dropped = 0;       // records that could not be stored (full rings)
+  std::vector<std::string> notes;  // extra lines, printed as they are
+};
+
+std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& options,
+                                 const TableFooter& footer);
+
+// "12.345us", "1.234ms", "2.000s": torch.profiler's units.
+std::string format_duration_ns(uint64_t ns);
+
+}  // namespace nb::formats

@@ -1,0 +1,113 @@
+// Plain data for the Chrome trace writer: what the collector hands over when a
+// recording ends. No CUDA types, no globals; times are absolute nanoseconds
+// since the Unix epoch, so the writer alone decides how they are printed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nb::formats {
+
+// Kineto's event categories (shared/notes/formats.md); HTA and Perfetto key
+// on these exact strings.
+enum class Category : uint8_t {
+  CudaRuntime,
+  CudaDriver,
+  Kernel,
+  GpuMemcpy,
+  GpuMemset,
+  UserAnnotation,
+  GpuUserAnnotation,
+  Overhead,
+};
+const char* category_name(Category c);
+
+// One argument of an event. Keys are string literals (static storage).
+struct Arg {
+  enum class Type : uint8_t { Int, UInt, Double, String, Dim3 };
+  const char* key = "";
+  Type type = Type::Int;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  uint32_t dim[3] = {0, 0, 0};
+  std::string s;
+
+  static Arg integer(const char* k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
+  static Arg uinteger(const char* k, uint64_t v) { Arg a; a.key = k; a.type = Type::UInt; a.u = v; return a; }
+  static Arg real(const char* k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
+  static Arg text(const char* k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
+  static Arg dim3(const char* k, uint32_t x, uint32_t y, uint32_t z) {
+    Arg a; a.key = k; a.type = Type::Dim3; a.dim[0] = x; a.dim[1] = y; a.dim[2] = z; return a;
+  }
+};
+
+// A complete ("X") event. `name` indexes TraceData::names so that a name used
+// by a million launches is stored and escaped once.
+struct Event {
+  uint32_t name = 0;
+  Category cat = Category::CudaRuntime;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  uint64_t ts_ns = 0;
+  uint64_t dur_ns = 0;
+  std::vector<Arg> args;
+};
+
+// One end of a launch → device-work arrow ("ac2g" flow pair).
+struct Flow {
+  uint64_t id = 0;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  uint64_t ts_ns = 0;
+  bool start = true;  // "s" at the host call, "f" (bp "e") at the device event
+};
+
+// A counter sample ("C"): one track per key, e.g. allocated / reserved bytes.
+struct Counter {
+  uint32_t name = 0;  // index into TraceData::names
+  int64_t pid = 0;
+  uint64_t ts_ns = 0;
+  std::vector<std::pair<const char*, double>> values;
+};
+
+struct ProcessInfo {
+  int64_t pid = 0;
+  std::string name;
+  int64_t sort_index = 0;
+};
+
+struct ThreadInfo {
+  int64_t pid = 0;
+  int64_t tid = 0;
+  std::string name;
+  int64_t sort_index = 0;
+};
+
+// deviceProperties, with Kineto's keys.
+struct DeviceProperties {
+  int id = 0;
+  std::string name;
+  uint64_t total_global_mem = 0;
+  int compute_major = 0, compute_minor = 0;
+  int max_threads_per_block = 0, max_threads_per_multiprocessor = 0;
+  int regs_per_block = 0, warp_size = 0, shared_mem_per_block = 0, num_sms = 0;
+  int regs_per_multiprocessor = 0, shared_mem_per_block_optin = 0;
+  int shared_mem_per_multiprocessor = 0;
+};
+
+struct TraceData {
+  std::vector<std::string> names;  // event names, indexed by Event::name
+  uint64_t base_time_ns = 0;       // ts are printed relative to this
+  std::vector<DeviceProperties> devices;
+  std::vector<std::pair<std::string, int64_t>> top_level_ints;  // e.g. cuda_driver_version
+  std::vector<ProcessInfo> processes;
+  std::vector<ThreadInfo> threads;
+  std::vector<Event> events;
+  std::vector<Flow> flows;
+  std::vector<Counter> counters;
+  std::string trace_name;
+};
+
+}  // namespace nb::formats

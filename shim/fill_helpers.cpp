@@ -1,0 +1,159 @@
+#include "shim/fill_helpers.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "shim/real_functions.h"
+#include "shim/runtime.h"
+
+namespace nb::shim {
+
+namespace {
+
+template <typename Fn>
+Fn driver_fn(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    p = driver_symbol(name);
+    slot.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+std::atomic<void*> g_cuCtxGetDevice{nullptr};
+std::atomic<void*> g_cuMemGetInfo{nullptr};
+std::atomic<void*> g_cuFuncGetName{nullptr};
+std::atomic<void*> g_cuKernelGetName{nullptr};
+
+// ---- kernel names ----
+// A per-thread direct-mapped cache in front of a process-wide map. The
+// generation changes when a module or library is unloaded (handles can be
+// reused), which invalidates every cache at once.
+std::atomic<uint32_t> g_name_generation{1};
+std::mutex g_name_mu;  // guards g_handle_names; taken on cache misses only
+std::unordered_map<uint64_t, uint32_t>* g_handle_names = new std::unordered_map<uint64_t, uint32_t>;
+
+struct NameCacheEntry {
+  uint64_t key;
+  uint32_t generation;
+  uint32_t id;
+};
+constexpr size_t kNameCacheSize = 64;
+__thread NameCacheEntry t_name_cache[kNameCacheSize] __attribute__((tls_model("initial-exec")));
+
+// Keys of the three kinds of handle are kept apart by a tag in the top byte
+// (user-space addresses use the low 48 bits).
+enum : uint64_t { kTagFunction = 1ull << 56, kTagKernel = 2ull << 56, kTagStub = 3ull << 56 };
+
+template <typename Resolve>
+uint32_t cached_name(uint64_t key, Resolve&& resolve) {
+  const uint32_t gen = g_name_generation.load(std::memory_order_relaxed);
+  NameCacheEntry& e = t_name_cache[(key >> 4) % kNameCacheSize];
+  if (e.key == key && e.generation == gen) return e.id;
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_name_mu);
+    auto it = g_handle_names->find(key);
+    if (it != g_handle_names->end()) {
+      id = it->second;
+    } else {
+      id = intern_name(resolve());
+      g_handle_names->emplace(key, id);
+    }
+  }
+  e = NameCacheEntry{key, gen, id};
+  return id;
+}
+
+const char* function_name(CUfunction f) {
+  using FuncGetName = CUresult (*)(const char**, CUfunction);
+  using KernelGetName = CUresult (*)(const char**, CUkernel);
+  const char* name = nullptr;
+  if (auto fn = driver_fn<FuncGetName>(g_cuFuncGetName, "cuFuncGetName"); fn && fn(&name, f) == CUDA_SUCCESS) return name;
+  // CUDA 12+ runtimes may launch a CUkernel passed as a CUfunction.
+  if (auto fn = driver_fn<KernelGetName>(g_cuKernelGetName, "cuKernelGetName");
+      fn && fn(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) return name;
+  return nullptr;
+}
+
+const char* kernel_handle_name(CUkernel k) {
+  using KernelGetName = CUresult (*)(const char**, CUkernel);
+  const char* name = nullptr;
+  if (auto fn = driver_fn<KernelGetName>(g_cuKernelGetName, "cuKernelGetName"); fn && fn(&name, k) == CUDA_SUCCESS) return name;
+  return function_name(reinterpret_cast<CUfunction>(k));
+}
+
+}  // namespace
+
+int current_device() {
+  using CtxGetDevice = CUresult (*)(CUdevice*);
+  CUdevice d = -1;
+  auto fn = driver_fn<CtxGetDevice>(g_cuCtxGetDevice, "cuCtxGetDevice");
+  if (fn == nullptr || fn(&d) != CUDA_SUCCESS) return -1;
+  return d;
+}
+
+int prop_device(const CUmemAllocationProp* prop) {
+  if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) return prop->location.id;
+  return current_device();
+}
+
+uint64_t device_free_bytes() {
+  using MemGetInfo = CUresult (*)(size_t*, size_t*);
+  size_t free_b = 0, total = 0;
+  auto fn = driver_fn<MemGetInfo>(g_cuMemGetInfo, "cuMemGetInfo_v2");
+  if (fn == nullptr || fn(&free_b, &total) != CUDA_SUCCESS) return 0;
+  return free_b;
+}
+
+uint32_t kernel_name(CUfunction f) {
+  if (f == nullptr) return 0;
+  return cached_name(handle(f) ^ kTagFunction, [f] { return function_name(f); });
+}
+
+uint32_t kernel_name(CUkernel k) {
+  if (k == nullptr) return 0;
+  return cached_name(handle(k) ^ kTagKernel, [k] { return kernel_handle_name(k); });
+}
+
+uint32_t stub_name(const void* stub) {
+  if (stub == nullptr) return 0;
+  return cached_name(handle(stub) ^ kTagStub, [stub]() -> const char* {
+    // nvcc gives the host stub the kernel's mangled name.
+    Dl_info info;
+    if (dladdr(stub, &info) != 0 && info.dli_saddr == stub) return info.dli_sname;
+    return nullptr;
+  });
+}
+
+void forget_kernel_names() {
+  std::lock_guard<std::mutex> lock(g_name_mu);
+  g_handle_names->clear();
+  g_name_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+CopyKind copy_kind(CUmemorytype src, CUmemorytype dst) {
+  const bool src_host = src == CU_MEMORYTYPE_HOST;
+  const bool dst_host = dst == CU_MEMORYTYPE_HOST;
+  if (src == CU_MEMORYTYPE_UNIFIED || dst == CU_MEMORYTYPE_UNIFIED) return CopyKind::Default;
+  if (src_host && dst_host) return CopyKind::HtoH;
+  if (src_host) return CopyKind::HtoD;
+  if (dst_host) return CopyKind::DtoH;
+  return CopyKind::DtoD;
+}
+
+CopyKind rt_copy_kind(cudaMemcpyKind k) {
+  switch (k) {
+    case cudaMemcpyHostToHost: return CopyKind::HtoH;
+    case cudaMemcpyHostToDevice: return CopyKind::HtoD;
+    case cudaMemcpyDeviceToHost: return CopyKind::DtoH;
+    case cudaMemcpyDeviceToDevice: return CopyKind::DtoD;
+    case cudaMemcpyDefault: return CopyKind::Default;
+  }
+  return CopyKind::Unknown;
+}
+
+}  // namespace nb::shim

@@ -1,0 +1,58 @@
+// Helpers for the `fill` blocks of hook_table.h: turn a call's arguments into
+// record fields. Everything here runs after the real call returned, on the
+// calling thread; the only slow paths are first sightings of a kernel handle.
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "collector/record.h"
+
+namespace nb::shim {
+
+template <typename T>
+inline uint64_t handle(T* p) { return reinterpret_cast<uint64_t>(p); }
+inline uint64_t handle(unsigned long long v) { return v; }
+
+// Device of the calling thread's current context (-1 if none).
+int current_device();
+int prop_device(const CUmemAllocationProp* prop);
+// Free bytes the device reports (for OOM records).
+uint64_t device_free_bytes();
+
+// Interned kernel names (0 = unknown), cached per thread by handle.
+uint32_t kernel_name(CUfunction f);
+uint32_t kernel_name(CUkernel k);
+uint32_t stub_name(const void* host_stub);  // runtime launches: the host stub's symbol
+void forget_kernel_names();                 // after a module/library unload
+
+inline void copy(Record& r, uint64_t dst, uint64_t src, size_t n, CopyKind kind, const void* stream) {
+  r.ptr = dst;
+  r.ptr2 = src;
+  r.bytes = n;
+  r.aux = static_cast<uint64_t>(kind);
+  r.stream = reinterpret_cast<uint64_t>(stream);
+}
+
+inline void set(Record& r, uint64_t dst, size_t n, const void* stream) {
+  r.ptr = dst;
+  r.bytes = n;
+  r.stream = reinterpret_cast<uint64_t>(stream);
+}
+
+CopyKind copy_kind(CUmemorytype src, CUmemorytype dst);
+inline void copy2d(Record& r, const CUDA_MEMCPY2D* p, const void* stream) {
+  if (p == nullptr) return;
+  copy(r, p->dstDevice ? p->dstDevice : handle(p->dstHost), p->srcDevice ? p->srcDevice : handle(p->srcHost),
+       p->WidthInBytes * p->Height, copy_kind(p->srcMemoryType, p->dstMemoryType), stream);
+}
+inline void copy3d(Record& r, const CUDA_MEMCPY3D* p, const void* stream) {
+  if (p == nullptr) return;
+  copy(r, p->dstDevice ? p->dstDevice : handle(p->dstHost), p->srcDevice ? p->srcDevice : handle(p->srcHost),
+       p->WidthInBytes * p->Height * p->Depth, copy_kind(p->srcMemoryType, p->dstMemoryType), stream);
+}
+
+CopyKind rt_copy_kind(cudaMemcpyKind k);
+
+}  // namespace nb::shim

@@ -1,0 +1,85 @@
+// What every generated wrapper does around the real call: decide whether to
+// record, take a slot in this thread's ring, time the call, publish. No lock,
+// no allocation, no system call (the clock is read through the vDSO).
+//
+// A runtime call that lands in a driver call is recorded once: while a runtime
+// hook runs, a driver hook of the same kind on that thread does not make its
+// own record but adds what it knows (the CUfunction's name) to the runtime's.
+#pragma once
+#include <cstring>
+
+#include "collector/clock.h"
+#include "collector/record.h"
+#include "shim/state.h"
+#include "shim/thread_state.h"
+
+namespace nb::shim {
+
+class HookScope {
+ public:
+  HookScope(uint16_t api, Kind kind, Level level) {
+    ThreadState& t = t_state;
+    if (t.depth != 0) {
+      if (level == Level::Driver && t.outer_level == Level::Runtime && t.outer != nullptr &&
+          t.outer->kind == kind) {
+        target_ = t.outer;
+      }
+      return;
+    }
+    if (t.internal || !recording()) return;
+    entered_ = true;
+    t.depth = 1;
+    t.outer_level = level;
+    rec_ = reserve(t, api, kind);
+    t.outer = rec_;
+    target_ = rec_;
+    if (rec_ != nullptr) rec_->start_ns = now_ns();  // last: our own work stays outside the call
+  }
+
+  ~HookScope() {
+    if (!entered_) return;
+    ThreadState& t = t_state;
+    if (rec_ != nullptr) t.slot->ring.publish();
+    t.depth = 0;
+    t.outer = nullptr;
+  }
+
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+
+  // False: pass the call straight through.
+  bool active() const { return entered_ || target_ != nullptr; }
+  // The record to fill after the call: our own, or the runtime call's we are
+  // nested in; null when the record was dropped.
+  Record* target() const { return target_; }
+  // Own record only (not when annotating an outer one).
+  Record* own() const { return rec_; }
+
+  void finish(int32_t rc) {
+    if (rec_ == nullptr) return;
+    rec_->end_ns = now_ns();
+    rec_->result = rc;
+  }
+
+ private:
+  static Record* reserve(ThreadState& t, uint16_t api, Kind kind) {
+    // No ring: either the shim is shutting down or the mapping failed (the
+    // registry counts that as a drop).
+    if (__builtin_expect(t.slot == nullptr, 0) && !register_thread(t)) return nullptr;
+    Record* r = t.slot->ring.reserve();
+    if (r == nullptr) return nullptr;  // counted by the ring
+    std::memset(static_cast<void*>(r), 0, sizeof *r);
+    r->id = (static_cast<uint64_t>(t.slot->index) << 32) | ++t.seq;
+    r->tid = t.tid;
+    r->api = api;
+    r->kind = kind;
+    r->device = -1;
+    return r;
+  }
+
+  Record* rec_ = nullptr;
+  Record* target_ = nullptr;
+  bool entered_ = false;
+};
+
+}  // namespace nb::shim

@@ -1,0 +1,98 @@
+// The exported wrappers, generated from hook_table.h. Each one: find the real
+// function, let HookScope decide whether and where to record, call through,
+// fill the record from the arguments, return the real result unchanged.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "collector/record.h"
+#include "shim/api.h"
+#include "shim/fill_helpers.h"
+#include "shim/hook_entries.h"
+#include "shim/hook_scope.h"
+#include "shim/real_functions.h"
+
+#define NB_EXPORT __attribute__((visibility("default")))
+
+namespace nb::shim {
+namespace {
+constexpr int32_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation
+
+// After the fill: an allocation that failed for lack of memory carries the
+// free memory the device reports, for the snapshot's `oom` entry.
+inline void note_oom(const HookScope& scope, int32_t rc) {
+  Record* own = scope.own();
+  if (own != nullptr && rc == kOutOfMemory && (own->kind == Kind::Alloc || own->kind == Kind::VmmCreate)) {
+    own->aux = device_free_bytes();
+  }
+}
+}  // namespace
+}  // namespace nb::shim
+
+// The _ptsz/_ptds twins are declared by cuda.h only when a program is built
+// for the per-thread default stream; declare them here with the same ABI.
+// (Redeclaring those that cuda.h does declare is harmless.)
+#define NB_DECLARE_DRIVER(sym, base, since, variant, kind, params, args, fill) \
+  extern "C" CUresult CUDAAPI sym params;
+#define NB_DECLARE_RUNTIME(sym, display, kind, params, args, fill) \
+  extern "C" cudaError_t CUDARTAPI sym params;
+NB_DRIVER_HOOKS(NB_DECLARE_DRIVER)
+NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
+#undef NB_DECLARE_DRIVER
+#undef NB_DECLARE_RUNTIME
+
+#define NB_DEFINE_DRIVER(sym, base, since, variant, kind, params, args, fill)              \
+  extern "C" NB_EXPORT CUresult CUDAAPI sym params {                                      \
+    using namespace nb;                                                                    \
+    using namespace nb::shim;                                                              \
+    using Fn = CUresult(CUDAAPI*) params;                                                  \
+    const auto real = reinterpret_cast<Fn>(real_fn(kApi_##sym));                           \
+    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;                                \
+    HookScope scope(kApi_##sym, Kind::kind, Level::Driver);                                \
+    if (!scope.active()) return real args;                                                 \
+    const CUresult rc = real args;                                                         \
+    scope.finish(rc);                                                                      \
+    if (Record* target = scope.target()) {                                                 \
+      Record& r = *target;                                                                 \
+      (void)r;                                                                             \
+      fill;                                                                                \
+      note_oom(scope, rc);                                                                 \
+    }                                                                                      \
+    return rc;                                                                             \
+  }
+
+#define NB_DEFINE_RUNTIME(sym, display, kind, params, args, fill)                          \
+  extern "C" NB_EXPORT cudaError_t CUDARTAPI sym params {                                 \
+    using namespace nb;                                                                    \
+    using namespace nb::shim;                                                              \
+    using Fn = cudaError_t(CUDARTAPI*) params;                                             \
+    const auto real = reinterpret_cast<Fn>(real_fn(kApi_##sym));                           \
+    if (real == nullptr) return cudaErrorInitializationError;                              \
+    HookScope scope(kApi_##sym, Kind::kind, Level::Runtime);                               \
+    if (!scope.active()) return real args;                                                 \
+    const cudaError_t rc = real args;                                                      \
+    scope.finish(rc);                                                                      \
+    if (Record* target = scope.target()) {                                                 \
+      Record& r = *target;                                                                 \
+      (void)r;                                                                             \
+      fill;                                                                                \
+      note_oom(scope, rc);                                                                 \
+    }                                                                                      \
+    return rc;                                                                             \
+  }
+
+NB_DRIVER_HOOKS(NB_DEFINE_DRIVER)
+NB_RUNTIME_HOOKS(NB_DEFINE_RUNTIME)
+
+namespace nb::shim {
+
+#define NB_WRAPPER_ADDRESS(sym, ...) reinterpret_cast<void*>(&::sym),
+void* const g_wrapper[kApiCount] = {NB_DRIVER_HOOKS(NB_WRAPPER_ADDRESS) NB_RUNTIME_HOOKS(NB_WRAPPER_ADDRESS)};
+#undef NB_WRAPPER_ADDRESS
+
+#define NB_DRIVER_ENTRY(sym, base, since, variant, kind, params, args, fill) \
+  {kApi_##sym, #sym, base, since, Variant::variant},
+const HookEntry kDriverEntries[] = {NB_DRIVER_HOOKS(NB_DRIVER_ENTRY)};
+const size_t kDriverEntryCount = sizeof(kDriverEntries) / sizeof(kDriverEntries[0]);
+#undef NB_DRIVER_ENTRY
+
+}  // namespace nb::shim

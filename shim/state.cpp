@@ -1,0 +1,173 @@
+#include "shim/state.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+
+#include "collector/clock.h"
+#include "collector/collector.h"
+#include "collector/log.h"
+#include "collector/name_table.h"
+#include "collector/thread_registry.h"
+#include "shim/real_functions.h"
+#include "shim/runtime.h"
+#include "shim/thread_state.h"
+
+extern char* program_invocation_short_name;
+
+namespace nb::shim {
+
+std::atomic<int> g_state{static_cast<int>(State::Uninit)};
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+namespace {
+
+Options* g_options = nullptr;
+NameTable* g_names = nullptr;
+ThreadRegistry* g_registry = nullptr;
+Collector* g_collector = nullptr;
+std::mutex* g_start_mu = new std::mutex;
+pthread_key_t g_exit_key;
+std::string* g_prefix = nullptr;
+std::string* g_program = nullptr;
+
+void set_state(State s) { g_state.store(static_cast<int>(s), std::memory_order_release); }
+
+uint32_t round_up_pow2(uint64_t v) {
+  uint32_t p = 64;
+  while (p < v && p < (1u << 24)) p <<= 1;
+  return p;
+}
+
+// Program names go into file names: keep them to safe characters.
+std::string safe_program_name() {
+  std::string out;
+  const char* n = program_invocation_short_name;
+  for (const char* p = n ? n : ""; *p && out.size() < 64; ++p) {
+    const char c = *p;
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    out += ok ? c : '_';
+  }
+  return out.empty() ? "program" : out;
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+void on_thread_exit(void* slot) {
+  ThreadRegistry::release(static_cast<ThreadSlot*>(slot));
+  t_state.slot = nullptr;
+}
+
+// A forked child shares nothing with the parent's collector thread (it does
+// not exist in the child) and its rings are copies: the child is disabled and
+// its CUDA calls pass straight through. A child that execs starts afresh.
+void on_fork_child() {
+  set_state(State::Disabled);
+  t_state = ThreadState{};
+}
+
+void at_exit() { finish(); }
+
+__attribute__((constructor)) void on_load() {
+  // Only what the dlsym entry point needs; everything else waits for the
+  // first CUDA call, so programs that never use CUDA see no difference.
+  nb_resolve_real_dlsym();
+}
+
+__attribute__((destructor)) void on_unload() { finish(); }
+
+}  // namespace
+
+uint32_t intern_name(const char* name) {
+  if (name == nullptr || g_names == nullptr) return 0;
+  return g_names->intern(name);
+}
+
+void init_once() {
+  int expected = static_cast<int>(State::Uninit);
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Initializing))) {
+    // Another thread is initialising: wait for it (first CUDA calls only).
+    while (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Initializing)) sched_yield();
+    return;
+  }
+  nb_resolve_real_dlsym();
+  std::vector<std::string> problems;
+  Options o = parse_options([](const char* n) { return static_cast<const char*>(std::getenv(n)); }, problems);
+  log::init(o.log);
+  for (const std::string& p : problems) log::warn(p);
+  for (const std::string& line : describe_options(o)) log::debug(line);
+
+  g_options = new Options(o);
+  g_names = new NameTable;
+  g_registry = new ThreadRegistry(round_up_pow2(o.ring_records));
+  g_program = new std::string(safe_program_name());
+  g_prefix = new std::string(absolute(expand_prefix(o.out, getpid(), *g_program)));
+  if (pthread_key_create(&g_exit_key, on_thread_exit) != 0) {
+    log::warn("cannot create a thread-exit key; recording disabled");
+    set_state(State::Disabled);
+    return;
+  }
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+  log::debug("output prefix " + *g_prefix);
+  set_state(o.enable ? State::Ready : State::Disabled);
+}
+
+bool ensure_started() {
+  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Running)) return true;
+  std::lock_guard<std::mutex> lock(*g_start_mu);
+  const int s = g_state.load(std::memory_order_acquire);
+  if (s == static_cast<int>(State::Running)) return true;
+  if (s != static_cast<int>(State::Ready)) return false;
+
+  OutputContext ctx;
+  ctx.prefix = *g_prefix;
+  ctx.pid = getpid();
+  ctx.program = *g_program;
+  ctx.epoch_offset_ns = monotonic_to_epoch_offset_ns();
+  ctx.overwrite = g_options->overwrite;
+  ctx.table_rows = g_options->table_rows;
+  g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx));
+  if (!g_collector->start([] { t_state.internal = true; })) {
+    log::warn("cannot start the collector thread; recording disabled");
+    set_state(State::Disabled);
+    return false;
+  }
+  // Registered at the first CUDA call, i.e. after the CUDA runtime has
+  // registered its own teardown: ours runs first (atexit is LIFO).
+  std::atexit(at_exit);
+  set_state(State::Running);
+  return true;
+}
+
+void finish() {
+  int expected = static_cast<int>(State::Running);
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) return;
+  g_collector->finish();
+  set_state(State::Stopped);
+}
+
+bool register_thread(ThreadState& t) {
+  if (t.internal || !ensure_started()) return false;
+  const auto tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  ThreadSlot* slot = g_registry->acquire(tid);
+  if (slot == nullptr) return false;
+  t.slot = slot;
+  t.tid = tid;
+  t.seq = 0;
+  pthread_setspecific(g_exit_key, slot);
+  return true;
+}
+
+}  // namespace nb::shim

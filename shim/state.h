@@ -1,0 +1,40 @@
+// The shim's lifecycle, readable at a glance:
+//
+//   Uninit ──(constructor or first hook)──► Ready ──(first recorded call)──► Running
+//     │                                       │                                 │
+//     └──(NB_ENABLE=0, bad start, fork child)─┴──────────► Disabled             │
+//                                                                      (exit) ──┴─► Stopping ─► Stopped
+//
+// Ready and Running record; every other state passes calls straight through.
+// The collector thread exists only in Running, so a program that never touches
+// CUDA gets no thread, no files and no output.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+namespace nb::shim {
+
+enum class State : int { Uninit, Initializing, Ready, Running, Stopping, Stopped, Disabled };
+
+extern std::atomic<int> g_state;
+
+void init_once();        // idempotent; reads options, sets Ready or Disabled
+bool ensure_started();   // idempotent; Ready → Running (collector thread, atexit)
+void finish();           // idempotent; Running → Stopping → Stopped, writes files
+
+inline bool recording() {
+  int s = g_state.load(std::memory_order_relaxed);
+  // Uninit or Initializing (another thread is at it): init_once() returns
+  // once the state is settled, so no call slips through unrecorded.
+  if (__builtin_expect(s <= static_cast<int>(State::Initializing), 0)) {
+    init_once();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  return s == static_cast<int>(State::Ready) || s == static_cast<int>(State::Running);
+}
+
+inline bool disabled() {
+  return g_state.load(std::memory_order_relaxed) == static_cast<int>(State::Disabled);
+}
+
+}  // namespace nb::shim

@@ -1,0 +1,30 @@
+// Per-thread state of the shim: the thread's ring and the re-entry guard.
+// Plain __thread data with the initial-exec model: a preloaded library has
+// static TLS, so each access is one %fs-relative load, no function call.
+#pragma once
+#include <cstdint>
+
+#include "collector/record.h"
+#include "collector/thread_registry.h"
+
+namespace nb::shim {
+
+enum class Level : uint8_t { Driver, Runtime };
+
+struct ThreadState {
+  ThreadSlot* slot;    // this thread's ring, null until its first record
+  uint32_t tid;
+  uint32_t seq;        // low half of record ids
+  uint16_t depth;      // > 0 while inside a hook (re-entry guard)
+  Level outer_level;   // level of the outermost hook on this thread
+  bool internal;       // the shim's own threads: never record
+  Record* outer;       // record of the outermost hook (inner driver calls annotate it)
+};
+
+extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// Slow path of the first record on a thread: start the shim if needed, get a
+// ring, arrange for it to be released at thread exit. False = cannot record.
+bool register_thread(ThreadState& t);
+
+}  // namespace nb::shim

@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+
+#include "collector/memory_tracker.h"
+
+using namespace nb;
+using formats::Action;
+
+namespace {
+Record rec(Kind kind, uint64_t ptr, uint64_t bytes, uint64_t t, int32_t result = 0, int device = 0) {
+  Record r{};
+  r.kind = kind;
+  r.ptr = ptr;
+  r.bytes = bytes;
+  r.start_ns = t;
+  r.end_ns = t + 10;
+  r.result = result;
+  r.device = device;
+  return r;
+}
+
+std::vector<Action> actions(const formats::SnapshotData& s, size_t device = 0) {
+  std::vector<Action> out;
+  for (const auto& e : s.device_traces.at(device)) out.push_back(e.action);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("allocations and frees become segment/alloc and free/segment_free entries", "[memory]") {
+  MemoryTracker m(100);
+  m.on_record(rec(Kind::Alloc, 0x1000, 256, 1000));
+  m.on_record(rec(Kind::Alloc, 0x2000, 512, 2000));
+  m.on_record(rec(Kind::Free, 0x1000, 0, 3000));
+  const auto s = m.snapshot(1000000);
+  REQUIRE(actions(s) == std::vector<Action>{Action::SegmentAlloc, Action::Alloc, Action::SegmentAlloc,
+                                            Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
+                                            Action::SegmentFree});
+  // The free carries the size of what it freed; times are epoch microseconds.
+  REQUIRE(s.device_traces[0][4].size == 256);
+  REQUIRE(s.device_traces[0][4].time_us == (3000 + 1000000) / 1000);
+  // What is live at the end is a segment with one block covering it.
+  REQUIRE(s.segments.size() == 1);
+  REQUIRE(s.segments[0].address == 0x2000);
+  REQUIRE(s.segments[0].total_size == 512);
+  REQUIRE(s.segments[0].blocks.size() == 1);
+  REQUIRE(s.segments[0].blocks[0].size == 512);
+  REQUIRE(m.live_bytes(0) == 512);
+  REQUIRE(m.peak_bytes(0) == 768);
+  REQUIRE(m.counts().allocs == 2);
+  REQUIRE(m.counts().frees == 1);
+}
+
+TEST_CASE("a failed allocation for lack of memory is an oom entry with device_free", "[memory]") {
+  MemoryTracker m(100);
+  Record r = rec(Kind::Alloc, 0, 1ull << 40, 5000, 2);
+  r.aux = 777;
+  m.on_record(r);
+  m.on_record(rec(Kind::Alloc, 0, 16, 6000, 1));  // other errors leave no entry
+  const auto s = m.snapshot(0);
+  REQUIRE(actions(s) == std::vector<Action>{Action::Oom});
+  REQUIRE(s.device_traces[0][0].device_free == 777);
+  REQUIRE(s.device_traces[0][0].size == (1ull << 40));
+  REQUIRE(s.segments.empty());
+  REQUIRE(m.counts().ooms == 1);
+}
+
+TEST_CASE("frees of unknown or null pointers leave no entry but are counted", "[memory]") {
+  MemoryTracker m(100);
+  m.on_record(rec(Kind::Free, 0, 0, 1));
+  m.on_record(rec(Kind::Free, 0xdead, 0, 2));
+  m.on_record(rec(Kind::Free, 0xbeef, 0, 3, 1));
+  const auto s = m.snapshot(0);
+  REQUIRE(s.device_traces[0].empty());
+  REQUIRE(m.counts().unmatched_frees == 1);
+}
+
+TEST_CASE("devices get their own trace lists", "[memory]") {
+  MemoryTracker m(100);
+  m.on_record(rec(Kind::Alloc, 0x1000, 8, 1, 0, 2));
+  m.on_record(rec(Kind::Free, 0x1000, 0, 2, 0, -1));  // frees do not know their device
+  const auto s = m.snapshot(0);
+  REQUIRE(s.device_traces.size() == 3);
+  REQUIRE(s.device_traces[0].empty());
+  REQUIRE(s.device_traces[2].size() == 5);
+}
+
+TEST_CASE("the history is a ring of the newest entries", "[memory]") {
+  MemoryTracker m(5);
+  for (uint64_t i = 0; i < 4; ++i) m.on_record(rec(Kind::Alloc, 0x1000 * (i + 1), 8, 1000 * i));
+  const auto s = m.snapshot(0);
+  REQUIRE(s.device_traces[0].size() == 5);
+  REQUIRE(m.counts().overwritten == 3);
+  // Oldest kept first; the newest five of the eight entries are the second
+  // allocation's alloc and the third and fourth's segment_alloc + alloc.
+  REQUIRE(s.device_traces[0][0].action == Action::Alloc);
+  REQUIRE(s.device_traces[0][0].addr == 0x2000);
+  REQUIRE(s.device_traces[0][4].addr == 0x4000);
+  // Live allocations are all segments, whatever fell out of the history.
+  REQUIRE(s.segments.size() == 4);
+}
+
+TEST_CASE("virtual memory: maps are segment_map + alloc, unmaps release every mapping inside", "[memory]") {
+  MemoryTracker m(100);
+  Record create = rec(Kind::VmmCreate, 0xabc, 2 << 20, 1, 0, 1);
+  m.on_record(create);
+  Record map1 = rec(Kind::VmmMap, 0x100000, 2 << 20, 2);
+  map1.ptr2 = 0xabc;
+  m.on_record(map1);
+  Record map2 = rec(Kind::VmmMap, 0x300000, 2 << 20, 3);
+  map2.ptr2 = 0xabc;
+  m.on_record(map2);
+  REQUIRE(m.live_bytes(1) == (4u << 20));
+  m.on_record(rec(Kind::VmmUnmap, 0x100000, 4 << 20, 4));
+  const auto s = m.snapshot(0);
+  REQUIRE(actions(s, 1) == std::vector<Action>{Action::SegmentMap, Action::Alloc, Action::SegmentMap,
+                                               Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
+                                               Action::SegmentUnmap, Action::FreeRequested,
+                                               Action::FreeCompleted, Action::SegmentUnmap});
+  REQUIRE(s.segments.empty());
+  REQUIRE(m.counts().maps == 2);
+  REQUIRE(m.counts().unmaps == 2);
+}
+
+TEST_CASE("an address reused without a seen free closes the old block first", "[memory]") {
+  MemoryTracker m(100);
+  m.on_record(rec(Kind::Alloc, 0x1000, 8, 1));
+  m.on_record(rec(Kind::Alloc, 0x1000, 16, 2));
+  const auto s = m.snapshot(0);
+  REQUIRE(s.segments.size() == 1);
+  REQUIRE(s.segments[0].total_size == 16);
+  REQUIRE(m.live_bytes(0) == 16);
+}

@@ -1,0 +1,99 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "collector/options.h"
+
+using namespace nb;
+
+namespace {
+Options parse(const std::map<std::string, std::string>& env, std::vector<std::string>& problems) {
+  return parse_options(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      problems);
+}
+}  // namespace
+
+TEST_CASE("defaults from the table, and every default parses", "[options]") {
+  std::vector<std::string> problems;
+  const Options o = parse({}, problems);
+  REQUIRE(problems.empty());
+  REQUIRE(o.out == "nb-%n-%p");
+  REQUIRE(o.log == LogLevel::Warn);
+  REQUIRE(o.mem_max_entries == 200000);
+  REQUIRE(o.enable);
+  REQUIRE_FALSE(o.overwrite);
+  // A default that did not parse would leave the field value-initialised;
+  // feed every default back in as a value and expect no complaint.
+  std::map<std::string, std::string> env;
+  for (const auto& info : option_table()) env[info.name] = info.default_value;
+  parse(env, problems);
+  REQUIRE(problems.empty());
+}
+
+TEST_CASE("good values are taken", "[options]") {
+  std::vector<std::string> problems;
+  const Options o = parse({{"NB_OUT", "/tmp/run-%p"}, {"NB_LOG", "DEBUG"}, {"NB_MEM_MAX_ENTRIES", "10k"},
+                           {"NB_ENABLE", "off"}, {"NB_OVERWRITE", " yes "}},
+                          problems);
+  REQUIRE(problems.empty());
+  REQUIRE(o.out == "/tmp/run-%p");
+  REQUIRE(o.log == LogLevel::Debug);
+  REQUIRE(o.mem_max_entries == 10000);
+  REQUIRE_FALSE(o.enable);
+  REQUIRE(o.overwrite);
+}
+
+TEST_CASE("a bad value gives one line naming the variable and the accepted forms", "[options]") {
+  for (const char* bad : {"", "garbage", "-5", "0", "1e9", "99999999999999999999999", "12q", "0x10"}) {
+    std::vector<std::string> problems;
+    const Options o = parse({{"NB_MEM_MAX_ENTRIES", bad}}, problems);
+    INFO("value '" << bad << "'");
+    REQUIRE(problems.size() == 1);
+    REQUIRE(problems[0].find("NB_MEM_MAX_ENTRIES") != std::string::npos);
+    REQUIRE(problems[0].find("expected an integer from 1 to") != std::string::npos);
+    REQUIRE(o.mem_max_entries == 200000);
+  }
+  std::vector<std::string> problems;
+  const Options o = parse({{"NB_LOG", "loud"}, {"NB_ENABLE", "maybe"}, {"NB_OUT", ""}}, problems);
+  REQUIRE(problems.size() == 3);
+  REQUIRE(o.log == LogLevel::Warn);
+  REQUIRE(o.enable);
+  REQUIRE(o.out == "nb-%n-%p");
+}
+
+TEST_CASE("problem lines never echo control characters", "[options]") {
+  std::vector<std::string> problems;
+  parse({{"NB_LOG", std::string("bad\x1b[31m\nvalue")}}, problems);
+  REQUIRE(problems.size() == 1);
+  for (char c : problems[0]) REQUIRE(static_cast<unsigned char>(c) >= 0x20);
+}
+
+TEST_CASE("parse_uint edge cases", "[options]") {
+  uint64_t v = 0;
+  REQUIRE(parse_uint("18446744073709551615", 0, UINT64_MAX, v));
+  REQUIRE(v == UINT64_MAX);
+  REQUIRE_FALSE(parse_uint("18446744073709551616", 0, UINT64_MAX, v));
+  REQUIRE_FALSE(parse_uint("18446744073709552g", 0, UINT64_MAX, v));
+  REQUIRE(parse_uint("3m", 0, UINT64_MAX, v));
+  REQUIRE(v == 3000000);
+  REQUIRE_FALSE(parse_uint("3mm", 0, UINT64_MAX, v));
+  REQUIRE_FALSE(parse_uint("+3", 0, UINT64_MAX, v));
+  REQUIRE_FALSE(parse_uint("5", 6, 10, v));
+}
+
+TEST_CASE("output prefix expansion", "[options]") {
+  REQUIRE(expand_prefix("nb-%n-%p", 42, "python3") == "nb-python3-42");
+  REQUIRE(expand_prefix("100%%-%x-%", 1, "p") == "100%-%x-%");
+  REQUIRE(expand_prefix("out/%p/%p", 7, "p") == "out/7/7");
+}
+
+TEST_CASE("describe_options lists every variable once", "[options]") {
+  std::vector<std::string> problems;
+  const auto lines = describe_options(parse({}, problems));
+  REQUIRE(lines.size() == option_table().size());
+  REQUIRE(lines[0] == "NB_OUT=nb-%n-%p");
+}

@@ -1,0 +1,104 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "collector/ring.h"
+#include "collector/thread_registry.h"
+
+using nb::Record;
+using nb::Ring;
+
+TEST_CASE("ring hands records over in order and frees their slots", "[ring]") {
+  std::vector<Record> slots(8);
+  Ring ring(slots.data(), 8);
+  for (uint64_t i = 1; i <= 5; ++i) {
+    Record* r = ring.reserve();
+    REQUIRE(r != nullptr);
+    r->id = i;
+    ring.publish();
+  }
+  std::vector<uint64_t> seen;
+  REQUIRE(ring.drain([&](const Record& r) { seen.push_back(r.id); }) == 5);
+  REQUIRE(seen == std::vector<uint64_t>{1, 2, 3, 4, 5});
+  REQUIRE(ring.empty());
+  REQUIRE(ring.dropped() == 0);
+}
+
+TEST_CASE("a full ring never blocks: the record is counted as dropped", "[ring]") {
+  std::vector<Record> slots(4);
+  Ring ring(slots.data(), 4);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(ring.reserve() != nullptr);
+    ring.publish();
+  }
+  REQUIRE(ring.reserve() == nullptr);
+  REQUIRE(ring.reserve() == nullptr);
+  REQUIRE(ring.dropped() == 2);
+  // Draining makes room again.
+  REQUIRE(ring.drain([](const Record&) {}) == 4);
+  REQUIRE(ring.reserve() != nullptr);
+  REQUIRE(ring.dropped() == 2);
+}
+
+TEST_CASE("a reserved but unpublished record is not visible to the consumer", "[ring]") {
+  std::vector<Record> slots(4);
+  Ring ring(slots.data(), 4);
+  Record* r = ring.reserve();
+  REQUIRE(r != nullptr);
+  REQUIRE(ring.drain([](const Record&) {}) == 0);
+  ring.publish();
+  REQUIRE(ring.drain([](const Record&) {}) == 1);
+}
+
+TEST_CASE("concurrent producer and consumer: every record is delivered or counted", "[ring][threads]") {
+  constexpr uint64_t kCount = 2000000;
+  std::vector<Record> slots(1024);
+  Ring ring(slots.data(), 1024);
+  std::atomic<bool> done{false};
+  uint64_t delivered = 0, last = 0;
+  bool ordered = true;
+  std::thread consumer([&] {
+    while (!done.load(std::memory_order_acquire) || !ring.empty()) {
+      ring.drain([&](const Record& r) {
+        if (r.id <= last) ordered = false;
+        last = r.id;
+        ++delivered;
+      });
+    }
+  });
+  for (uint64_t i = 1; i <= kCount; ++i) {
+    if (Record* r = ring.reserve()) {
+      r->id = i;
+      ring.publish();
+    }
+  }
+  done.store(true, std::memory_order_release);
+  consumer.join();
+  REQUIRE(ordered);
+  REQUIRE(delivered + ring.dropped() == kCount);
+}
+
+TEST_CASE("registry recycles the ring of an exited thread once drained", "[ring]") {
+  nb::ThreadRegistry reg(64);
+  nb::ThreadSlot* a = reg.acquire(100);
+  REQUIRE(a != nullptr);
+  REQUIRE(a->ring.capacity() == 64);
+  REQUIRE(a->ring.reserve() != nullptr);
+  a->ring.publish();
+  nb::ThreadRegistry::release(a);
+  // Not drained yet: a new thread must get a different ring.
+  nb::ThreadRegistry::recycle_if_exited(*a);
+  nb::ThreadSlot* b = reg.acquire(101);
+  REQUIRE(b != a);
+  REQUIRE(a->ring.drain([](const Record&) {}) == 1);
+  nb::ThreadRegistry::recycle_if_exited(*a);
+  nb::ThreadSlot* c = reg.acquire(102);
+  REQUIRE(c == a);
+  REQUIRE(c->tid.load() == 102);
+  REQUIRE(c->index != b->index);
+  int slots = 0;
+  reg.for_each([&](nb::ThreadSlot&) { ++slots; });
+  REQUIRE(slots == 2);
+}
