@@ -1,0 +1,34 @@
+// The preloaded library exports its hooks and nothing else: no fmt, spdlog,
+// libstdc++ or unwinder symbols that could meet the host program's own.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+
+#include "shim/api.h"
+#include "test_support.h"
+
+TEST_CASE("exported symbols are exactly the hook table plus the look-up entry points", "[hygiene]") {
+  const auto r = nbtest::run({"/usr/bin/nm", "-D", "--defined-only", nbtest::shim_path()});
+  REQUIRE(r.exit_code == 0);
+  std::set<std::string> exported;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto sp = line.find_last_of(' ');
+    std::string sym = line.substr(sp + 1);
+    if (const auto at = sym.find('@'); at != std::string::npos) sym = sym.substr(0, at);
+    exported.insert(sym);
+  }
+  std::set<std::string> expected = {"dlsym", "cuGetProcAddress", "cuGetProcAddress_v2"};
+  for (uint16_t id = 0; id < nb::kApiCount; ++id) expected.insert(nb::api_info(id).symbol);
+  CHECK(exported == expected);
+}
+
+TEST_CASE("the shim does not depend on shared fmt, spdlog or libunwind", "[hygiene]") {
+  const auto r = nbtest::run({"/usr/bin/readelf", "-d", nbtest::shim_path()});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("libfmt") == std::string::npos);
+  CHECK(r.out.find("libspdlog") == std::string::npos);
+  CHECK(r.out.find("libunwind") == std::string::npos);
+}

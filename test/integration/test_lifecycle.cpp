@@ -1,0 +1,108 @@
+// What happens around the recording: programs without CUDA, files and
+// output, options, threads and drops.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "outputs.h"
+
+TEST_CASE("a program that never touches CUDA gets no files and no output", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "nocuda", {"7"}, {{"NB_LOG", "debug"}, {"NB_MEM_MAX_ENTRIES", "junk"}});
+  CHECK(r.run.exit_code == 7);
+  CHECK(r.run.out == "no cuda here 1 1\n");
+  CHECK(r.run.err.empty());
+  CHECK(r.files.empty());
+}
+
+TEST_CASE("outputs go to NB_OUT, the table to stderr, and say where they are", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")});
+  REQUIRE(r.run.exit_code == 0);
+  for (const char* f : {"out.trace.json", "out.memory.pickle", "out.table.txt"}) {
+    CHECK(std::find(r.files.begin(), r.files.end(), f) != r.files.end());
+  }
+  CHECK(r.run.err.find("Self Host") != std::string::npos);
+  CHECK(r.run.err.find("nb: wrote " + dir.file("out.trace.json")) != std::string::npos);
+  CHECK(r.table.find("cuLaunchKernel") != std::string::npos);
+  CHECK(r.table.find("dropped: 0") != std::string::npos);
+}
+
+TEST_CASE("a bad NB_* value gives one line and the default; the program runs on", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")}, {{"NB_MEM_MAX_ENTRIES", "-3"}});
+  REQUIRE(r.run.exit_code == 0);
+  const std::regex line("nb: NB_MEM_MAX_ENTRIES='-3' is not valid \\(expected [^\\n]*\\); using the default '200000'\\n");
+  CHECK(std::regex_search(r.run.err, line));
+  REQUIRE(!r.trace.is_null());
+}
+
+TEST_CASE("existing output files are kept unless NB_OVERWRITE=1", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  nbtest::write_file(dir.file("out.trace.json"), "precious");
+  const auto env = nbtest::shim_env(dir.file("out"));
+  auto r = nbtest::run({nbtest::program("paths"), dir.file("manifest")}, env, dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK(nbtest::read_file(dir.file("out.trace.json")) == "precious");
+  CHECK(r.err.find("exists; not overwritten") != std::string::npos);
+  CHECK(nbtest::file_exists(dir.file("out.memory.pickle")));  // the others are written
+  auto env2 = env;
+  env2["NB_OVERWRITE"] = "1";
+  r = nbtest::run({nbtest::program("paths"), dir.file("manifest")}, env2, dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK(nbtest::read_file(dir.file("out.trace.json")) != "precious");
+  nbtest::nbread("trace", dir.file("out.trace.json"));
+}
+
+TEST_CASE("NB_OUT expands %p and %n and creates missing directories", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("sub/dir/run-%n-%p"));
+  const auto r = nbtest::run({nbtest::program("paths"), dir.file("manifest")}, env, dir.path());
+  REQUIRE(r.exit_code == 0);
+  const auto files = nbtest::list_dir(dir.file("sub/dir"));
+  REQUIRE(files.size() == 3);
+  CHECK(std::regex_match(files[0], std::regex("run-paths-[0-9]+\\.(trace\\.json|memory\\.pickle|table\\.txt)")));
+}
+
+TEST_CASE("NB_ENABLE=0: calls pass through, nothing is written", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")}, {{"NB_ENABLE", "0"}});
+  CHECK(r.run.exit_code == 0);
+  CHECK(r.trace.is_null());
+  CHECK(r.run.err.empty());
+}
+
+TEST_CASE("16 threads at once: every call recorded, none lost", "[integration][threads]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "16", "2000"});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  const auto m = nbtest::read_manifest(dir.file("manifest"));
+  std::map<std::string, long> seen;
+  std::set<long> tids;
+  for (const auto& e : nbtest::host_calls(r.trace)) {
+    seen[e["name"]]++;
+    tids.insert(e["tid"].get<long>());
+  }
+  for (const auto& [name, n] : m.counts) CHECK(seen[name] == n);
+  CHECK(tids.size() == 16);
+  CHECK(r.table.find("dropped: 0") != std::string::npos);
+}
+
+TEST_CASE("full rings drop records without blocking, and the drops are reported", "[integration][threads]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "4", "50000"},
+                                      {{"NB_RING_RECORDS", "64"}});
+  REQUIRE(r.run.exit_code == 0);
+  const auto m = nbtest::read_manifest(dir.file("manifest"));
+  long total = 0;
+  for (const auto& [name, n] : m.counts) total += n;
+  std::smatch match;
+  REQUIRE(std::regex_search(r.table, match, std::regex("records: ([0-9]+), dropped: ([0-9]+)")));
+  const long recorded = std::stol(match[1]), dropped = std::stol(match[2]);
+  CHECK(recorded + dropped == total);
+  CHECK(dropped > 0);
+  CHECK(r.run.err.find("records dropped") != std::string::npos);
+}

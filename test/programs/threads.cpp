@@ -1,0 +1,45 @@
+// N threads launch kernels and allocate at once (argv: MANIFEST THREADS ITERS).
+// Every call is counted in the manifest as "count NAME N" lines at the end.
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "fake_cuda.h"
+#include "manifest.h"
+
+int main(int argc, char** argv) {
+  if (argc < 4) return 2;
+  manifest::open(argv[1]);
+  const int threads = std::atoi(argv[2]);
+  const int iters = std::atoi(argv[3]);
+  CHECK_CU(cuInit(0));
+  CUdevice dev;
+  CHECK_CU(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CUmodule mod;
+  const std::string image = fake_cuda::module_image({"spin"});
+  CHECK_CU(cuModuleLoadData(&mod, image.c_str()));
+  CUfunction f;
+  CHECK_CU(cuModuleGetFunction(&f, mod, "spin"));
+
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      CHECK_CU(cuCtxSetCurrent(ctx));
+      for (int i = 0; i < iters; ++i) {
+        CUdeviceptr p;
+        CHECK_CU(cuMemAlloc_v2(&p, 64));
+        CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+        CHECK_CU(cuMemFree_v2(p));
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const long calls = static_cast<long>(threads) * iters;
+  std::fprintf(manifest::file(), "count\tcuMemAlloc_v2\t%ld\ncount\tcuLaunchKernel\t%ld\ncount\tcuMemFree_v2\t%ld\n",
+               calls, calls, calls);
+  manifest::close();
+  return 0;
+}
