@@ -25,6 +25,7 @@ Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable
       session_(SessionLimits{options.trace_max_events, options.mem_max_entries}) {}
 
 bool Collector::start(std::function<void()> on_thread_start) {
+  start_anchor_ = read_anchor();
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -88,6 +89,14 @@ void Collector::finish() {
   if (thread_.joinable()) thread_.join();
   drain_once();
 
+  // The second anchor for the tick → time map: at least 20 ms after the
+  // first so that the TSC's rate is known to a few parts per million.
+  ClockAnchor end = read_anchor();
+  if (g_ticks_are_tsc && end.mono_ns - start_anchor_.mono_ns < 20000000) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(20000000 - (end.mono_ns - start_anchor_.mono_ns)));
+    end = read_anchor();
+  }
+  context_.time = TimeMap::between(start_anchor_, end);
   context_.dropped = dropped();
   context_.kernel_names = names_.snapshot();
   if (session_.consumed() == 0 && context_.dropped == 0) {

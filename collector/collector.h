@@ -42,6 +42,7 @@ class Collector {
   OutputContext context_;
   Session session_;
 
+  ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

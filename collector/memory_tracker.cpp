@@ -13,8 +13,8 @@ int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
 }  // namespace
 
 void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-                         uint64_t t_ns, uint64_t device_free) {
-  const Entry e{a, device, addr, size, stream, t_ns, device_free};
+                         uint64_t ticks, uint64_t device_free) {
+  const Entry e{a, device, addr, size, stream, ticks, device_free};
   if (ring_.size() < max_entries_) {
     ring_.push_back(e);
     return;
@@ -55,7 +55,7 @@ void MemoryTracker::on_record(const Record& r) {
       if (r.result != 0) {
         if (r.result == kOutOfMemory) {
           ++counts_.ooms;
-          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end_ns, r.aux);
+          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end, r.aux);
         }
         return;
       }
@@ -64,11 +64,11 @@ void MemoryTracker::on_record(const Record& r) {
       // path we do not intercept): close the old one first so that blocks
       // never overlap.
       auto old = live_.find(r.ptr);
-      if (old != live_.end()) release(r.ptr, Live(old->second), r.start_ns, r.start_ns, old->second.mapped);
+      if (old != live_.end()) release(r.ptr, Live(old->second), r.start, r.start, old->second.mapped);
       ++counts_.allocs;
       const Live l{r.bytes, dev, r.stream, false};
-      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end_ns);
-      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end_ns);
+      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end);
+      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end);
       add_live(r.ptr, l);
       return;
     }
@@ -80,14 +80,14 @@ void MemoryTracker::on_record(const Record& r) {
         return;
       }
       ++counts_.frees;
-      release(r.ptr, Live(it->second), r.start_ns, r.end_ns, false);
+      release(r.ptr, Live(it->second), r.start, r.end, false);
       return;
     }
     case Kind::VmmCreate:
       if (r.result == 0) vmm_handles_[r.ptr] = device_or_zero(r.device);
       else if (r.result == kOutOfMemory) {
         ++counts_.ooms;
-        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end_ns, r.aux);
+        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end, r.aux);
       }
       return;
     case Kind::VmmRelease:
@@ -98,8 +98,8 @@ void MemoryTracker::on_record(const Record& r) {
       auto h = vmm_handles_.find(r.ptr2);
       const int dev = h != vmm_handles_.end() ? h->second : device_or_zero(r.device);
       ++counts_.maps;
-      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end_ns);
-      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end_ns);
+      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end);
+      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end);
       add_live(r.ptr, Live{r.bytes, dev, 0, true});
       return;
     }
@@ -114,7 +114,7 @@ void MemoryTracker::on_record(const Record& r) {
       std::sort(inside.begin(), inside.end());
       for (uint64_t addr : inside) {
         ++counts_.unmaps;
-        release(addr, Live(live_.at(addr)), r.start_ns, r.end_ns, true);
+        release(addr, Live(live_.at(addr)), r.start, r.end, true);
       }
       return;
     }
@@ -131,7 +131,7 @@ uint64_t MemoryTracker::peak_bytes(int device) const {
   return device >= 0 && static_cast<size_t>(device) < peak_bytes_.size() ? peak_bytes_[static_cast<size_t>(device)] : 0;
 }
 
-formats::SnapshotData MemoryTracker::snapshot(int64_t epoch_offset_ns) const {
+formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time) const {
   formats::SnapshotData s;
   int max_device = 0;
 
@@ -152,9 +152,7 @@ formats::SnapshotData MemoryTracker::snapshot(int64_t epoch_offset_ns) const {
     max_device = std::max(max_device, l.device);
   }
 
-  const auto to_us = [&](uint64_t t_ns) {
-    return (static_cast<int64_t>(t_ns) + epoch_offset_ns) / 1000;
-  };
+  const auto to_us = [&](uint64_t ticks) { return time.epoch_ns(ticks) / 1000; };
   const size_t n = ring_.size();
   const size_t first = n < max_entries_ ? 0 : next_;
   for (const Entry& e : ring_) max_device = std::max(max_device, e.device);
@@ -166,7 +164,7 @@ formats::SnapshotData MemoryTracker::snapshot(int64_t epoch_offset_ns) const {
     t.addr = e.addr;
     t.size = e.size;
     t.stream = e.stream;
-    t.time_us = to_us(e.t_ns);
+    t.time_us = to_us(e.ticks);
     t.device_free = e.device_free;
     s.device_traces[static_cast<size_t>(e.device)].push_back(t);
   }

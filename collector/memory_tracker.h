@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/clock.h"
 #include "collector/record.h"
 #include "formats/snapshot_model.h"
 
@@ -24,9 +25,9 @@ class MemoryTracker {
   // Ignores records that are not about device memory.
   void on_record(const Record& r);
 
-  // Live allocations as segments and the newest history, with times turned
+  // Live allocations as segments and the newest history, with ticks turned
   // into epoch microseconds.
-  formats::SnapshotData snapshot(int64_t epoch_offset_ns) const;
+  formats::SnapshotData snapshot(const TimeMap& time) const;
 
   const MemoryCounts& counts() const { return counts_; }
   // Bytes live now on `device`, and the most that were live at once.
@@ -43,10 +44,10 @@ class MemoryTracker {
   struct Entry {
     formats::Action action;
     int device;
-    uint64_t addr, size, stream, t_ns, device_free;
+    uint64_t addr, size, stream, ticks, device_free;
   };
   void push(formats::Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-            uint64_t t_ns, uint64_t device_free = 0);
+            uint64_t ticks, uint64_t device_free = 0);
   void add_live(uint64_t addr, const Live& l);
   void remove_live(uint64_t addr, const Live& l);
   void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap);

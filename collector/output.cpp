@@ -207,8 +207,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
   for (uint16_t id = 0; id < kApiCount; ++id) t.names.emplace_back(api_info(id).name);
 
   const uint64_t first_epoch =
-      s.records().empty() ? static_cast<uint64_t>(ctx.epoch_offset_ns)
-                          : s.first_ns() + static_cast<uint64_t>(ctx.epoch_offset_ns);
+      static_cast<uint64_t>(s.records().empty() ? ctx.time.epoch0 : ctx.time.epoch_ns(s.first()));
   t.base_time_ns = first_epoch - first_epoch % 1000000000ull;  // a whole second, as Kineto
 
   t.processes.push_back({ctx.pid, ctx.program, ctx.pid});
@@ -224,8 +223,8 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
     e.cat = api_info(r.api).runtime ? formats::Category::CudaRuntime : formats::Category::CudaDriver;
     e.pid = ctx.pid;
     e.tid = r.tid;
-    e.ts_ns = r.start_ns + static_cast<uint64_t>(ctx.epoch_offset_ns);
-    e.dur_ns = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
+    e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_ns(r.start));
+    e.dur_ns = r.end >= r.start ? ctx.time.duration_ns(r.end - r.start) : 0;
     add_record_args(r, ctx, e.args);
     t.events.push_back(std::move(e));
   });
@@ -234,13 +233,13 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
 }
 
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx) {
-  formats::SnapshotData snap = s.memory().snapshot(ctx.epoch_offset_ns);
+  formats::SnapshotData snap = s.memory().snapshot(ctx.time);
   snap.allocator_settings.emplace_back("recorded_by", "nb (libnb_shim.so)");
   snap.allocator_settings.emplace_back("source", "CUDA driver and runtime allocation calls");
   return snap;
 }
 
-std::vector<formats::TableRow> build_table_rows(const Session& s) {
+std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx) {
   // Several symbols can share a display name (__cudaLaunchKernel and
   // cudaLaunchKernel): one row per name.
   std::map<std::string, formats::TableRow> rows;
@@ -249,14 +248,15 @@ std::vector<formats::TableRow> build_table_rows(const Session& s) {
     if (st.calls == 0) continue;
     const std::string name = api_info(api).name;
     formats::TableRow& row = rows[name];
+    const uint64_t min_ns = ctx.time.duration_ns(st.min), max_ns = ctx.time.duration_ns(st.max);
     if (row.calls == 0) {
       row.name = name;
-      row.host_min_ns = st.min_ns;
+      row.host_min_ns = min_ns;
     }
     row.calls += st.calls;
-    row.host_total_ns += st.total_ns;
-    row.host_min_ns = std::min(row.host_min_ns, st.min_ns);
-    row.host_max_ns = std::max(row.host_max_ns, st.max_ns);
+    row.host_total_ns += ctx.time.duration_ns(st.total);
+    row.host_min_ns = std::min(row.host_min_ns, min_ns);
+    row.host_max_ns = std::max(row.host_max_ns, max_ns);
     row.errors += st.errors;
   }
   std::vector<formats::TableRow> out;
@@ -304,7 +304,7 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
   formats::TableOptions opt;
   opt.sort = formats::SortKey::HostTotal;
   opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + "), host time per CUDA API";
-  const auto rows = build_table_rows(s);
+  const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx);
   const std::string full = formats::format_ranking_table(rows, opt, footer);
   write_file(ctx.prefix + ".table.txt", ctx, res, [&](std::ostream& os) { os << full; });

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/clock.h"
 #include "collector/session.h"
 #include "formats/ranking_table.h"
 #include "formats/snapshot_model.h"
@@ -17,7 +18,7 @@ struct OutputContext {
   std::string prefix;          // expanded; files are <prefix>.trace.json etc.
   int64_t pid = 0;
   std::string program;
-  int64_t epoch_offset_ns = 0; // monotonic → epoch
+  TimeMap time;                // record ticks → epoch ns
   bool overwrite = false;
   size_t table_rows = 12;      // rows printed to stderr (the file has all)
   uint64_t dropped = 0;        // records lost before reaching the session
@@ -27,7 +28,7 @@ struct OutputContext {
 
 formats::TraceData build_trace(const Session& s, const OutputContext& ctx);
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
-std::vector<formats::TableRow> build_table_rows(const Session& s);
+std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx);
 
 struct OutputResult {

@@ -35,8 +35,8 @@ constexpr uint8_t kAsync = 1 << 1;    // stream-ordered allocation or free
 
 struct alignas(64) Record {
   uint64_t id;        // process-unique: thread index << 32 | per-thread sequence
-  uint64_t start_ns;  // CLOCK_MONOTONIC
-  uint64_t end_ns;
+  uint64_t start;     // ticks of now_ticks() (collector/clock.h)
+  uint64_t end;
   uint32_t tid;       // OS thread id
   uint16_t api;       // ApiId (shim/api.h)
   Kind kind;

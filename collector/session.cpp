@@ -6,15 +6,15 @@ namespace nb {
 
 void Session::consume(const Record& r) {
   ++consumed_;
-  const uint64_t dur = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
+  const uint64_t dur = r.end >= r.start ? r.end - r.start : 0;
   ApiStats& s = api_stats_[r.api < kApiCount ? r.api : 0];
   ++s.calls;
-  s.total_ns += dur;
-  s.min_ns = std::min(s.min_ns, dur);
-  s.max_ns = std::max(s.max_ns, dur);
+  s.total += dur;
+  s.min = std::min(s.min, dur);
+  s.max = std::max(s.max, dur);
   if (r.result != 0) ++s.errors;
-  first_ns_ = std::min(first_ns_, r.start_ns);
-  last_ns_ = std::max(last_ns_, r.end_ns);
+  first_ = std::min(first_, r.start);
+  last_ = std::max(last_, r.end);
 
   if (records_.size() < limits_.trace_max_events) records_.push_back(r);
   else ++trace_overflow_;

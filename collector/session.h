@@ -16,11 +16,11 @@
 
 namespace nb {
 
-struct ApiStats {
+struct ApiStats {  // durations in ticks
   uint64_t calls = 0;
-  uint64_t total_ns = 0;
-  uint64_t min_ns = UINT64_MAX;
-  uint64_t max_ns = 0;
+  uint64_t total = 0;
+  uint64_t min = UINT64_MAX;
+  uint64_t max = 0;
   uint64_t errors = 0;
 };
 
@@ -68,8 +68,9 @@ class Session {
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
   uint64_t consumed() const { return consumed_; }
   uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
-  uint64_t first_ns() const { return first_ns_; }
-  uint64_t last_ns() const { return last_ns_; }
+  // Earliest start and latest end, in ticks.
+  uint64_t first() const { return first_; }
+  uint64_t last() const { return last_; }
 
  private:
   SessionLimits limits_;
@@ -79,8 +80,8 @@ class Session {
   std::map<uint32_t, std::string> threads_;
   uint64_t consumed_ = 0;
   uint64_t trace_overflow_ = 0;
-  uint64_t first_ns_ = UINT64_MAX;
-  uint64_t last_ns_ = 0;
+  uint64_t first_ = UINT64_MAX;
+  uint64_t last_ = 0;
 };
 
 }  // namespace nb

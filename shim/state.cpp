@@ -120,6 +120,7 @@ void init_once() {
     return;
   }
   pthread_atfork(nullptr, nullptr, on_fork_child);
+  log::debug(choose_tick_source(true));
   log::debug("output prefix " + *g_prefix);
   set_state(o.enable ? State::Ready : State::Disabled);
 }
@@ -135,7 +136,6 @@ bool ensure_started() {
   ctx.prefix = *g_prefix;
   ctx.pid = getpid();
   ctx.program = *g_program;
-  ctx.epoch_offset_ns = monotonic_to_epoch_offset_ns();
   ctx.overwrite = g_options->overwrite;
   ctx.table_rows = g_options->table_rows;
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <tuple>
@@ -65,6 +66,35 @@ TEST_CASE("each call on each path appears once with its name, thread and kernel"
   }
   CHECK(allocs == m.allocs);
   CHECK(frees == m.frees.size());
+}
+
+TEST_CASE("host calls are on the wall clock, in order on each thread, never overlapping",
+          "[integration][paths][clock]") {
+  nbtest::TempDir dir;
+  const auto before = std::chrono::system_clock::now();
+  const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")});
+  const auto after = std::chrono::system_clock::now();
+  REQUIRE(r.run.exit_code == 0);
+  const auto to_ns = [](auto t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  const double base = r.trace["baseTimeNanoseconds"].get<double>();
+  std::map<long, std::vector<std::pair<double, double>>> per_thread;
+  for (const auto& e : nbtest::host_calls(r.trace)) {
+    const double start_ns = base + e["ts"].get<double>() * 1000;
+    const double dur_ns = e["dur"].get<double>() * 1000;
+    CHECK(start_ns >= static_cast<double>(to_ns(before)) - 1e6);
+    CHECK(start_ns + dur_ns <= static_cast<double>(to_ns(after)) + 1e6);
+    CHECK(dur_ns >= 0);
+    per_thread[e["tid"].get<long>()].push_back({start_ns, dur_ns});
+  }
+  for (auto& [tid, calls] : per_thread) {
+    // The trace keeps each thread's calls in the order they were made.
+    for (size_t i = 1; i < calls.size(); ++i) {
+      INFO("thread " << tid << " call " << i);
+      CHECK(calls[i - 1].first + calls[i - 1].second <= calls[i].first + 1);  // 1 ns: rounding
+    }
+  }
 }
 
 TEST_CASE("a runtime call that lands in the driver is recorded once, at the runtime level",

@@ -11,8 +11,8 @@ Record rec(Kind kind, uint64_t ptr, uint64_t bytes, uint64_t t, int32_t result =
   r.kind = kind;
   r.ptr = ptr;
   r.bytes = bytes;
-  r.start_ns = t;
-  r.end_ns = t + 10;
+  r.start = t;
+  r.end = t + 10;
   r.result = result;
   r.device = device;
   return r;
@@ -30,7 +30,7 @@ TEST_CASE("allocations and frees become segment/alloc and free/segment_free entr
   m.on_record(rec(Kind::Alloc, 0x1000, 256, 1000));
   m.on_record(rec(Kind::Alloc, 0x2000, 512, 2000));
   m.on_record(rec(Kind::Free, 0x1000, 0, 3000));
-  const auto s = m.snapshot(1000000);
+  const auto s = m.snapshot(TimeMap::offset_only(1000000));
   REQUIRE(actions(s) == std::vector<Action>{Action::SegmentAlloc, Action::Alloc, Action::SegmentAlloc,
                                             Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
                                             Action::SegmentFree});
@@ -55,7 +55,7 @@ TEST_CASE("a failed allocation for lack of memory is an oom entry with device_fr
   r.aux = 777;
   m.on_record(r);
   m.on_record(rec(Kind::Alloc, 0, 16, 6000, 1));  // other errors leave no entry
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(actions(s) == std::vector<Action>{Action::Oom});
   REQUIRE(s.device_traces[0][0].device_free == 777);
   REQUIRE(s.device_traces[0][0].size == (1ull << 40));
@@ -68,7 +68,7 @@ TEST_CASE("frees of unknown or null pointers leave no entry but are counted", "[
   m.on_record(rec(Kind::Free, 0, 0, 1));
   m.on_record(rec(Kind::Free, 0xdead, 0, 2));
   m.on_record(rec(Kind::Free, 0xbeef, 0, 3, 1));
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(s.device_traces[0].empty());
   REQUIRE(m.counts().unmatched_frees == 1);
 }
@@ -77,7 +77,7 @@ TEST_CASE("devices get their own trace lists", "[memory]") {
   MemoryTracker m(100);
   m.on_record(rec(Kind::Alloc, 0x1000, 8, 1, 0, 2));
   m.on_record(rec(Kind::Free, 0x1000, 0, 2, 0, -1));  // frees do not know their device
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(s.device_traces.size() == 3);
   REQUIRE(s.device_traces[0].empty());
   REQUIRE(s.device_traces[2].size() == 5);
@@ -86,7 +86,7 @@ TEST_CASE("devices get their own trace lists", "[memory]") {
 TEST_CASE("the history is a ring of the newest entries", "[memory]") {
   MemoryTracker m(5);
   for (uint64_t i = 0; i < 4; ++i) m.on_record(rec(Kind::Alloc, 0x1000 * (i + 1), 8, 1000 * i));
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(s.device_traces[0].size() == 5);
   REQUIRE(m.counts().overwritten == 3);
   // Oldest kept first; the newest five of the eight entries are the second
@@ -110,7 +110,7 @@ TEST_CASE("virtual memory: maps are segment_map + alloc, unmaps release every ma
   m.on_record(map2);
   REQUIRE(m.live_bytes(1) == (4u << 20));
   m.on_record(rec(Kind::VmmUnmap, 0x100000, 4 << 20, 4));
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(actions(s, 1) == std::vector<Action>{Action::SegmentMap, Action::Alloc, Action::SegmentMap,
                                                Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
                                                Action::SegmentUnmap, Action::FreeRequested,
@@ -124,7 +124,7 @@ TEST_CASE("an address reused without a seen free closes the old block first", "[
   MemoryTracker m(100);
   m.on_record(rec(Kind::Alloc, 0x1000, 8, 1));
   m.on_record(rec(Kind::Alloc, 0x1000, 16, 2));
-  const auto s = m.snapshot(0);
+  const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(s.segments.size() == 1);
   REQUIRE(s.segments[0].total_size == 16);
   REQUIRE(m.live_bytes(0) == 16);
