@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building and testing nb needs on Debian 12 / Ubuntu (root or
+# sudo). The CUDA toolkit itself (headers only) is expected at /usr/local/cuda
+# or through CUDA_HOME / CUDA_PATH / nvcc on PATH.
+set -euo pipefail
+packages=(
+  build-essential meson ninja-build pkg-config  # build
+  libunwind-dev libspdlog-dev libfmt-dev        # linked into the shim (static / header-only)
+  catch2 nlohmann-json3-dev python3             # tests (Catch2 v2 on Debian 12; python3's stdlib reads outputs)
+  binutils                                      # nm / readelf for the symbol hygiene test
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}"

@@ -1,0 +1,24 @@
+// The README's NB_* table must match the option table the shim reads.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "collector/options.h"
+#include "test_support.h"
+
+TEST_CASE("README lists every NB_* variable with its default", "[readme]") {
+  const std::string readme = nbtest::read_file(nbtest::source_dir() + "/README.md");
+  const std::regex row(R"(^\| `(NB_[A-Z_]+)` \| [a-z]+ \| `([^`]*)` \|)");
+  std::map<std::string, std::string> documented;
+  std::istringstream lines(readme);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) documented[m[1]] = m[2];
+  }
+  std::map<std::string, std::string> actual;
+  for (const auto& o : nb::option_table()) actual[o.name] = o.default_value;
+  CHECK(documented == actual);
+}
