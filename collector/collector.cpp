@@ -69,7 +69,15 @@ void Collector::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     lock.unlock();
-    const size_t n = drain_once();
+    size_t n = 0;
+    try {
+      n = drain_once();
+    } catch (...) {
+      // Out of memory while storing records: what was being consumed is
+      // lost; count the pass as a failure and keep draining (rings must
+      // not fill up and stall accounting).
+      ++failed_passes_;
+    }
     lock.lock();
     // A busy pass (a ring more than a quarter full on average) goes round
     // again at once instead of sleeping, so floods drop as little as they can.
@@ -98,6 +106,10 @@ void Collector::finish() {
   }
   context_.time = TimeMap::between(start_anchor_, end);
   context_.dropped = dropped();
+  if (failed_passes_) {
+    context_.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
+                             " times; records of those passes may be missing or counted twice");
+  }
   context_.kernel_names = names_.snapshot();
   if (session_.consumed() == 0 && context_.dropped == 0) {
     log::debug("no CUDA calls recorded; no files written");

@@ -46,6 +46,7 @@ class Collector {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
   bool finished_ = false;
   std::thread thread_;
 };

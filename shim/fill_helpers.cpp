@@ -54,7 +54,7 @@ uint32_t cached_name(uint64_t key, Resolve&& resolve) {
   NameCacheEntry& e = t_name_cache[(key >> 4) % kNameCacheSize];
   if (e.key == key && e.generation == gen) return e.id;
   uint32_t id = 0;
-  {
+  try {
     std::lock_guard<std::mutex> lock(g_name_mu);
     auto it = g_handle_names->find(key);
     if (it != g_handle_names->end()) {
@@ -63,6 +63,8 @@ uint32_t cached_name(uint64_t key, Resolve&& resolve) {
       id = intern_name(resolve());
       g_handle_names->emplace(key, id);
     }
+  } catch (...) {
+    return 0;  // out of memory: the launch is recorded without its name
   }
   e = NameCacheEntry{key, gen, id};
   return id;

@@ -90,12 +90,25 @@ __attribute__((destructor)) void on_unload() { finish(); }
 
 }  // namespace
 
+void init_state();
+bool start_collector();
+
 uint32_t intern_name(const char* name) {
   if (name == nullptr || g_names == nullptr) return 0;
   return g_names->intern(name);
 }
 
 void init_once() {
+  try {
+    init_state();
+  } catch (...) {
+    // Out of memory (or worse) while starting: never let it reach the
+    // program; record nothing.
+    set_state(State::Disabled);
+  }
+}
+
+void init_state() {
   int expected = static_cast<int>(State::Uninit);
   if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Initializing))) {
     // Another thread is initialising: wait for it (first CUDA calls only).
@@ -127,6 +140,15 @@ void init_once() {
 
 bool ensure_started() {
   if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Running)) return true;
+  try {
+    return start_collector();
+  } catch (...) {
+    set_state(State::Disabled);
+    return false;
+  }
+}
+
+bool start_collector() {
   std::lock_guard<std::mutex> lock(*g_start_mu);
   const int s = g_state.load(std::memory_order_acquire);
   if (s == static_cast<int>(State::Running)) return true;
@@ -154,12 +176,18 @@ bool ensure_started() {
 void finish() {
   int expected = static_cast<int>(State::Running);
   if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) return;
-  g_collector->finish();
+  try {
+    g_collector->finish();
+  } catch (...) {
+    log::error("could not write the outputs (out of memory?)");
+  }
   set_state(State::Stopped);
 }
 
 bool register_thread(ThreadState& t) {
   if (t.internal || !ensure_started()) return false;
+  // acquire() takes no lock and allocates with mmap; pthread_setspecific
+  // may allocate inside glibc but does not throw.
   const auto tid = static_cast<uint32_t>(syscall(SYS_gettid));
   ThreadSlot* slot = g_registry->acquire(tid);
   if (slot == nullptr) return false;
