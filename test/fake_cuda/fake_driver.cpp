@@ -275,6 +275,25 @@ CUresult current_context(Context** out) {
     return CUDA_SUCCESS;
 }
 
+CUcontext current_context_handle() {
+    return t_context_stack.empty() ? nullptr : reinterpret_cast<CUcontext>(t_context_stack.back());
+}
+
+FakeCudaMemorySide describe_memory(CUdeviceptr p) {
+    FakeCudaMemorySide side{FAKE_CUDA_MEMORY_PAGEABLE, -1, nullptr};  // memory the fake did not hand out
+    std::lock_guard<std::mutex> g(lock());
+    auto it = find_alloc(p);
+    if (it == state().allocs.end()) return side;
+    switch (it->second.kind) {
+        case AllocKind::HostPinned: side.memory = FAKE_CUDA_MEMORY_PINNED; return side;
+        case AllocKind::Managed: side.memory = FAKE_CUDA_MEMORY_MANAGED; break;
+        default: side.memory = FAKE_CUDA_MEMORY_DEVICE; break;
+    }
+    side.device = it->second.device;
+    side.context = primary_context(side.device);
+    return side;
+}
+
 bool range_is_allocated(CUdeviceptr ptr, size_t bytes) {
     std::lock_guard<std::mutex> g(lock());
     auto it = find_alloc(ptr);

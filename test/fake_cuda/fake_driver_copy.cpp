@@ -10,6 +10,10 @@
 // Every entry point exists in a legacy and a per-thread-default-stream
 // flavour (_ptds for synchronous, _ptsz for stream-taking ones); both share
 // one helper, the flavour deciding what a NULL stream means.
+//
+// A copy or set that moved at least one byte is reported to the tool (if one
+// watches the call) as one piece of device work on its stream, whatever its
+// shape (a 2D copy is one copy, not one per row).
 #include "fake_driver_internal.h"
 
 #include <cstring>
@@ -26,6 +30,39 @@ CUresult ready() {
 CUresult ready_on(CUstream stream, bool per_thread) {
     if (CUresult rc = ready()) return rc;
     return check_stream(stream, per_thread);
+}
+
+// Tells the tool about a copy that succeeded.
+void report_copy(const void* dst, const void* src, unsigned long long bytes, CUstream stream, bool per_thread) {
+    if (bytes == 0 || !tool_watching()) return;
+    FakeCudaWork w{};
+    w.kind = FAKE_CUDA_WORK_MEMCPY;
+    if (stream_info(stream, per_thread, &w.stream_id, &w.device) != CUDA_SUCCESS) return;
+    w.context = primary_context(w.device);
+    w.bytes = bytes;
+    w.src = describe_memory(reinterpret_cast<CUdeviceptr>(src));
+    w.dst = describe_memory(reinterpret_cast<CUdeviceptr>(dst));
+    report_work(w);
+}
+
+// Tells the tool about a set that succeeded.
+void report_set(CUdeviceptr dst, unsigned long long bytes, uint32_t value, CUstream stream, bool per_thread) {
+    if (bytes == 0 || !tool_watching()) return;
+    FakeCudaWork w{};
+    w.kind = FAKE_CUDA_WORK_MEMSET;
+    if (stream_info(stream, per_thread, &w.stream_id, &w.device) != CUDA_SUCCESS) return;
+    w.context = primary_context(w.device);
+    w.bytes = bytes;
+    w.dst = describe_memory(dst);
+    w.value = value;
+    report_work(w);
+}
+
+// Reports a copy when it succeeded; returns its result.
+CUresult reported_copy(CUresult rc, const void* dst, const void* src, unsigned long long bytes, CUstream stream,
+                       bool per_thread) {
+    if (rc == CUDA_SUCCESS) report_copy(dst, src, bytes, stream, per_thread);
+    return rc;
 }
 
 CUresult copy_raw(void* dst, const void* src, size_t bytes) {
@@ -47,29 +84,34 @@ CUresult copy_checked(void* dst, bool dst_device, const void* src, bool src_devi
 
 CUresult memcpy_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
     if (CUresult rc = ready_on(stream, per_thread)) return rc;
-    return copy_raw(as_ptr(dst), as_ptr(src), bytes);
+    return reported_copy(copy_raw(as_ptr(dst), as_ptr(src), bytes), as_ptr(dst), as_ptr(src), bytes, stream,
+                         per_thread);
 }
 
 CUresult htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool per_thread) {
     if (CUresult rc = ready_on(stream, per_thread)) return rc;
-    return copy_checked(as_ptr(dst), true, src, false, bytes);
+    return reported_copy(copy_checked(as_ptr(dst), true, src, false, bytes), as_ptr(dst), src, bytes, stream,
+                         per_thread);
 }
 
 CUresult dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
     if (CUresult rc = ready_on(stream, per_thread)) return rc;
-    return copy_checked(dst, false, as_ptr(src), true, bytes);
+    return reported_copy(copy_checked(dst, false, as_ptr(src), true, bytes), dst, as_ptr(src), bytes, stream,
+                         per_thread);
 }
 
 CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, bool per_thread) {
     if (CUresult rc = ready_on(stream, per_thread)) return rc;
-    return copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes);
+    return reported_copy(copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes), as_ptr(dst), as_ptr(src), bytes,
+                         stream, per_thread);
 }
 
 CUresult peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes,
               CUstream stream, bool per_thread) {
     if (CUresult rc = ready_on(stream, per_thread)) return rc;
     if (find_context(dst_ctx) == nullptr || find_context(src_ctx) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-    return copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes);
+    return reported_copy(copy_checked(as_ptr(dst), true, as_ptr(src), true, bytes), as_ptr(dst), as_ptr(src), bytes,
+                         stream, per_thread);
 }
 
 // One side of a pitched copy: the base address of row 0 / slice 0 and the
@@ -127,7 +169,8 @@ CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread) {
     if (CUresult rc = make_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY, 0,
                                 p->srcPitch, 0, &src))
         return rc;
-    return copy_pitched(dst, src, p->WidthInBytes, p->Height, 1);
+    return reported_copy(copy_pitched(dst, src, p->WidthInBytes, p->Height, 1), dst.base, src.base,
+                         static_cast<unsigned long long>(p->WidthInBytes) * p->Height, stream, per_thread);
 }
 
 CUresult copy_3d(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread) {
@@ -140,7 +183,9 @@ CUresult copy_3d(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread) {
     if (CUresult rc = make_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY,
                                 p->srcZ, p->srcPitch, p->srcHeight, &src))
         return rc;
-    return copy_pitched(dst, src, p->WidthInBytes, p->Height, p->Depth);
+    return reported_copy(copy_pitched(dst, src, p->WidthInBytes, p->Height, p->Depth), dst.base, src.base,
+                         static_cast<unsigned long long>(p->WidthInBytes) * p->Height * p->Depth, stream,
+                         per_thread);
 }
 
 // Fills width elements of type T in each of height rows, pitch bytes apart.
@@ -157,6 +202,7 @@ CUresult set_2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t hei
         T* p = static_cast<T*>(as_ptr(row));
         for (size_t i = 0; i < width; ++i) p[i] = value;
     }
+    report_set(dst, static_cast<unsigned long long>(sizeof(T)) * width * height, value, stream, per_thread);
     return CUDA_SUCCESS;
 }
 

@@ -4,7 +4,14 @@
 // Nothing runs on a device: a launch validates its arguments and returns,
 // and work is "complete" as soon as the call returns, so synchronisation only
 // validates its handle. What tests observe is which entry point was called
-// with which handles, and the names behind function handles.
+// with which handles, and the names behind function handles. A tool (the
+// fake CUPTI) is told about each kernel a successful launch enqueues: one
+// per launch, one per kernel node of a graph launch.
+//
+// Graphs hold kernel nodes only. Graphs and nodes get ids (1, 2, ... in
+// creation order, one counter each) that the tool reports as CUPTI's graphId
+// and graphNodeId; an executable graph is a snapshot of its graph's nodes at
+// instantiation.
 //
 // Stream ids (cuStreamGetId), a fixed scheme so tests can predict them:
 //   legacy default stream (NULL from a legacy entry point, CU_STREAM_LEGACY): 7
@@ -82,16 +89,36 @@ struct Library {
     std::vector<std::unique_ptr<Kernel>> kernels;
 };
 
+// What a launch enqueues.
+struct KernelLaunch {
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared_bytes = 0;
+    bool cooperative = false;
+};
+
 struct GraphNode {
     const void* code = nullptr;  // Function or Kernel
+    KernelLaunch launch;
+    uint64_t id = 0;
 };
 
 struct Graph {
+    uint32_t id = 0;
     std::vector<std::unique_ptr<GraphNode>> nodes;
 };
 
+// A node as instantiated: the kernel's name is kept, so the executable graph
+// does not depend on its module staying loaded.
+struct ExecNode {
+    std::string kernel_name;
+    KernelLaunch launch;
+    uint64_t id = 0;
+};
+
 struct GraphExec {
-    size_t kernels = 0;
+    uint32_t graph_id = 0;
+    std::vector<ExecNode> nodes;
 };
 
 // Live handles. Guarded by lock().
@@ -105,6 +132,8 @@ struct Registry {
     std::unordered_map<const void*, std::unique_ptr<GraphExec>> execs;
     unsigned long long next_stream_id = kFirstStreamId;
     unsigned long long next_per_thread_id = kPerThreadStreamIdBase;
+    uint32_t next_graph_id = 1;
+    uint64_t next_graph_node_id = 1;
 };
 
 Registry& reg() {
@@ -243,31 +272,86 @@ CUresult load_library(CUlibrary* library, const void* image) {
     return CUDA_SUCCESS;
 }
 
+KernelLaunch make_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned shared_bytes, bool cooperative = false) {
+    KernelLaunch l;
+    l.grid[0] = gx;
+    l.grid[1] = gy;
+    l.grid[2] = gz;
+    l.block[0] = bx;
+    l.block[1] = by;
+    l.block[2] = bz;
+    l.shared_bytes = shared_bytes;
+    l.cooperative = cooperative;
+    return l;
+}
+
+// Tells the tool about one kernel enqueued on a stream (already checked).
+void report_kernel(const std::string& name, const KernelLaunch& l, CUstream stream, bool per_thread,
+                   uint32_t graph_id = 0, uint64_t graph_node_id = 0) {
+    FakeCudaWork w{};
+    w.kind = FAKE_CUDA_WORK_KERNEL;
+    if (stream_info(stream, per_thread, &w.stream_id, &w.device) != CUDA_SUCCESS) return;
+    w.context = primary_context(w.device);
+    w.kernel_name = name.c_str();
+    for (int i = 0; i < 3; ++i) {
+        w.grid[i] = l.grid[i];
+        w.block[i] = l.block[i];
+    }
+    w.dynamic_shared_bytes = l.shared_bytes;
+    w.cooperative = l.cooperative;
+    w.graph_id = graph_id;
+    w.graph_node_id = graph_node_id;
+    report_work(w);
+}
+
 // Checks what every launch API checks. Kernels run nowhere, so nothing else happens.
-CUresult check_launch(const void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                      CUstream stream, bool per_thread) {
+CUresult check_launch(const void* f, const KernelLaunch& l, CUstream stream, bool per_thread) {
     if (CUresult rc = check_init()) return rc;
     {
         std::lock_guard<std::mutex> g(lock());
         if (f == nullptr || find_code(f) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     }
-    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
-    if (static_cast<unsigned long long>(bx) * by * bz > 1024 || bz > 64 || gy > 65535 || gz > 65535)
+    const unsigned *grid = l.grid, *block = l.block;
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || block[0] == 0 || block[1] == 0 || block[2] == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (static_cast<unsigned long long>(block[0]) * block[1] * block[2] > 1024 || block[2] > 64 || grid[1] > 65535 ||
+        grid[2] > 65535)
         return CUDA_ERROR_INVALID_VALUE;
     return check_stream(stream, per_thread);
 }
 
-CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       CUstream stream, void** params, void** extra, bool per_thread) {
+// Checks a launch and, when it succeeds, reports its kernel.
+CUresult enqueue_kernel(const void* f, const KernelLaunch& l, CUstream stream, bool per_thread) {
+    if (CUresult rc = check_launch(f, l, stream, per_thread)) return rc;
+    if (tool_watching()) {
+        std::string name;
+        {
+            std::lock_guard<std::mutex> g(lock());
+            if (const CodeHeader* h = find_code(f)) name = h->name;
+        }
+        report_kernel(name, l, stream, per_thread);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult launch_kernel(CUfunction f, const KernelLaunch& l, CUstream stream, void** params, void** extra,
+                       bool per_thread) {
     if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return check_launch(f, gx, gy, gz, bx, by, bz, stream, per_thread);
+    return enqueue_kernel(f, l, stream, per_thread);
 }
 
 CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra, bool per_thread) {
     if (config == nullptr || (params != nullptr && extra != nullptr)) return CUDA_ERROR_INVALID_VALUE;
     if (config->numAttrs != 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return check_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                        config->blockDimY, config->blockDimZ, config->hStream, per_thread);
+    bool cooperative = false;
+    for (unsigned i = 0; i < config->numAttrs; ++i)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && config->attrs[i].value.cooperative != 0)
+            cooperative = true;
+    return enqueue_kernel(f,
+                          make_launch(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                                      config->blockDimY, config->blockDimZ, config->sharedMemBytes, cooperative),
+                          config->hStream, per_thread);
 }
 
 // Host functions run at once, on the calling thread: the stream has no
@@ -279,17 +363,26 @@ CUresult launch_host_func(CUstream stream, CUhostFn fn, void* user_data, bool pe
     return CUDA_SUCCESS;
 }
 
+// The nodes run one after the other on the stream, in the order they were
+// added (the fake's graphs are chains as far as timing goes).
 CUresult graph_launch(CUgraphExec exec, CUstream stream, bool per_thread) {
     if (CUresult rc = check_init()) return rc;
+    const bool watched = tool_watching();
+    GraphExec snapshot;  // copied only for the tool
     {
         std::lock_guard<std::mutex> g(lock());
-        if (reg().execs.find(exec) == reg().execs.end()) return CUDA_ERROR_INVALID_HANDLE;
+        auto it = reg().execs.find(exec);
+        if (it == reg().execs.end()) return CUDA_ERROR_INVALID_HANDLE;
+        if (watched) snapshot = *it->second;
     }
-    return check_stream(stream, per_thread);
+    if (CUresult rc = check_stream(stream, per_thread)) return rc;
+    for (const ExecNode& n : snapshot.nodes)
+        report_kernel(n.kernel_name, n.launch, stream, per_thread, snapshot.graph_id, n.id);
+    return CUDA_SUCCESS;
 }
 
 CUresult add_kernel_node(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t num_deps,
-                         const void* code) {
+                         const void* code, const KernelLaunch& launch) {
     if (node == nullptr || (num_deps != 0 && deps == nullptr)) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult rc = check_init()) return rc;
     std::lock_guard<std::mutex> g(lock());
@@ -298,6 +391,8 @@ CUresult add_kernel_node(CUgraphNode* node, CUgraph graph, const CUgraphNode* de
     if (code == nullptr || find_code(code) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     auto n = std::make_unique<GraphNode>();
     n->code = code;
+    n->launch = launch;
+    n->id = reg().next_graph_node_id++;
     *node = reinterpret_cast<CUgraphNode>(n.get());
     git->second->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
@@ -371,6 +466,10 @@ CUresult check_stream(CUstream stream, bool per_thread) { return resolve_stream(
 
 CUresult stream_device(CUstream stream, bool per_thread, int* device) {
     return resolve_stream(stream, per_thread, nullptr, device);
+}
+
+CUresult stream_info(CUstream stream, bool per_thread, unsigned long long* id, int* device) {
+    return resolve_stream(stream, per_thread, id, device);
 }
 
 }  // namespace fake
@@ -659,18 +758,18 @@ CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel hfunc) {
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                unsigned int, CUstream hStream, void** kernelParams, void** extra) {
+                                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
     FAKE_ENTRY();
-    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, kernelParams,
-                         extra, false);
+    return launch_kernel(f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes),
+                         hStream, kernelParams, extra, false);
 }
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                      unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                     unsigned int blockDimZ, unsigned int, CUstream hStream, void** kernelParams,
-                                     void** extra) {
+                                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                     void** kernelParams, void** extra) {
     FAKE_ENTRY();
-    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, kernelParams,
-                         extra, true);
+    return launch_kernel(f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes),
+                         hStream, kernelParams, extra, true);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
@@ -685,16 +784,21 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction 
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                            unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                           unsigned int blockDimZ, unsigned int, CUstream hStream, void**) {
+                                           unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                           void**) {
     FAKE_ENTRY();
-    return check_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, false);
+    return enqueue_kernel(
+        f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, true), hStream,
+        false);
 }
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                                 unsigned int gridDimZ, unsigned int blockDimX,
-                                                unsigned int blockDimY, unsigned int blockDimZ, unsigned int,
-                                                CUstream hStream, void**) {
+                                                unsigned int blockDimY, unsigned int blockDimZ,
+                                                unsigned int sharedMemBytes, CUstream hStream, void**) {
     FAKE_ENTRY();
-    return check_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, true);
+    return enqueue_kernel(
+        f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, true), hStream,
+        true);
 }
 
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
@@ -714,6 +818,7 @@ CUresult CUDAAPI cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
     if (CUresult rc = check_init()) return rc;
     std::lock_guard<std::mutex> g(lock());
     auto graph = std::make_unique<Graph>();
+    graph->id = reg().next_graph_id++;
     *phGraph = reinterpret_cast<CUgraph>(graph.get());
     reg().graphs[graph.get()] = std::move(graph);
     return CUDA_SUCCESS;
@@ -725,7 +830,10 @@ CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGrap
     if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
     const void* code = nodeParams->func ? static_cast<const void*>(nodeParams->func)
                                         : static_cast<const void*>(nodeParams->kern);
-    return add_kernel_node(phGraphNode, hGraph, dependencies, numDependencies, code);
+    const CUDA_KERNEL_NODE_PARAMS& p = *nodeParams;
+    return add_kernel_node(phGraphNode, hGraph, dependencies, numDependencies, code,
+                           make_launch(p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                                       p.sharedMemBytes));
 }
 
 // CUDA 10.0 ABI: the parameter struct has no kern / ctx fields.
@@ -733,7 +841,10 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, 
                                       size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
     FAKE_ENTRY();
     if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return add_kernel_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->func);
+    const CUDA_KERNEL_NODE_PARAMS_v1& p = *nodeParams;
+    return add_kernel_node(phGraphNode, hGraph, dependencies, numDependencies, p.func,
+                           make_launch(p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                                       p.sharedMemBytes));
 }
 
 CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long) {
@@ -744,7 +855,11 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph h
     auto it = reg().graphs.find(hGraph);
     if (it == reg().graphs.end()) return CUDA_ERROR_INVALID_VALUE;
     auto exec = std::make_unique<GraphExec>();
-    exec->kernels = it->second->nodes.size();
+    exec->graph_id = it->second->id;
+    for (const auto& node : it->second->nodes) {
+        const CodeHeader* h = find_code(node->code);  // NULL if its module was unloaded since
+        exec->nodes.push_back({h ? h->name : std::string(), node->launch, node->id});
+    }
     *phGraphExec = reinterpret_cast<CUgraphExec>(exec.get());
     reg().execs[exec.get()] = std::move(exec);
     return CUDA_SUCCESS;

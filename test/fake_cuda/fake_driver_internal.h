@@ -5,9 +5,12 @@
 //   fake_driver_copy.cpp     memcpy / memset families
 //   fake_driver_exec.cpp     streams, events, modules, libraries, launches, graphs
 //   fake_driver_procaddr.cpp the cuGetProcAddress table
+//   fake_driver_tool.cpp     the tool interface (what the fake CUPTI sees)
 #pragma once
 
-#include "fake_cuda.h"  // _ptsz / _ptds declarations
+#include "fake_cuda.h"       // _ptsz / _ptds declarations
+#include "fake_cuda_tool.h"  // the tool interface
+#include "fake_cupti_ids.h"  // CUPTI callback ids of the exports
 
 #include <atomic>
 #include <cstddef>
@@ -65,17 +68,49 @@ namespace fake {
 
 std::mutex& lock();
 
-// Call counting and tracing. Every exported entry point starts with
-// FAKE_ENTRY(): it bumps a per-name counter (fakeCudaCallCount) and, with
-// FAKE_CUDA_TRACE=1, prints the name to stderr.
+// Call counting, tracing and tool reporting. Every exported entry point
+// starts with FAKE_ENTRY(): it bumps a per-name counter (fakeCudaCallCount),
+// with FAKE_CUDA_TRACE=1 prints the name to stderr, and brackets the rest of
+// the function as one API call for the tool (fake_driver_tool.cpp), under the
+// function's CUPTI callback id. It declares variables, so it must be the
+// first statement of the function body.
 std::atomic<unsigned long long>& call_counter(const char* exported_name);
 void trace_call(const char* exported_name);
-#define FAKE_ENTRY()                                                                          \
-    do {                                                                                      \
-        static std::atomic<unsigned long long>& fake_counter_ = ::fake::call_counter(__func__); \
-        fake_counter_.fetch_add(1, std::memory_order_relaxed);                                \
-        ::fake::trace_call(__func__);                                                         \
-    } while (0)
+#define FAKE_ENTRY()                                                                                \
+    static std::atomic<unsigned long long>& fake_counter_ = ::fake::call_counter(__func__);        \
+    static const ::fake_cupti_ids::ApiId& fake_api_id_ = ::fake::driver_api_id(__func__);         \
+    fake_counter_.fetch_add(1, std::memory_order_relaxed);                                         \
+    ::fake::trace_call(__func__);                                                                  \
+    const ::fake::ApiScope fake_api_scope_(fake_api_id_)
+
+// --- Tool reporting (fake_driver_tool.cpp, fake_cuda_tool.h) ---------------------
+
+// The CUPTI id of an exported driver function; aborts if the table in
+// fake_cupti_ids.h lacks it.
+const fake_cupti_ids::ApiId& driver_api_id(const char* exported_name);
+
+// One driver call, entry to exit, as the tool sees it.
+class ApiScope {
+public:
+    explicit ApiScope(const fake_cupti_ids::ApiId& id);
+    ~ApiScope();
+    ApiScope(const ApiScope&) = delete;
+    ApiScope& operator=(const ApiScope&) = delete;
+
+private:
+    FakeCudaApiCall call_{};
+};
+
+// Whether a tool saw the entry of the thread's innermost call, i.e. whether
+// device work is worth describing.
+bool tool_watching();
+// Hands device work to the tool that saw the innermost call, if any. Fills
+// work.async from the call's name. Caller must not hold lock().
+void report_work(FakeCudaWork& work);
+// What the driver knows of the memory at p. Caller must not hold lock().
+FakeCudaMemorySide describe_memory(CUdeviceptr p);
+// Where a stream's work runs. Caller must not hold lock().
+CUresult stream_info(CUstream stream, bool per_thread, unsigned long long* id, int* device);
 
 // Devices and contexts (fake_driver.cpp). Each device has one (primary)
 // context; there is no cuCtxCreate.
@@ -88,6 +123,8 @@ CUcontext primary_context(int device);
 int context_device(const Context* ctx);
 // The calling thread's current context: CUDA_ERROR_INVALID_CONTEXT if none.
 CUresult current_context(Context** out);
+// The same as a handle, NULL if none; no initialisation check.
+CUcontext current_context_handle();
 
 // Memory (fake_driver.cpp). Checks that [ptr, ptr + bytes) lies inside one
 // live allocation the fake handed out (device, managed, pinned host or a

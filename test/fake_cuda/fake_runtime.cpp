@@ -3,7 +3,8 @@
 // What matters is not what it computes but how it reaches the driver, which
 // copies the real runtime:
 //   1. at first use, dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-//   2. dlsym(handle, "cuGetProcAddress_v2") - the only dlsym;
+//   2. dlsym(handle, "cuGetProcAddress_v2") - the only dlsym of a CUDA
+//      function (see "Tools" below for the fake's own two);
 //   3. ask that function for "cuGetProcAddress" itself, at 12000 (the _v2
 //      ABI, used for every later lookup) and at 11030 (the v1 ABI, used once,
 //      for cuDriverGetVersion);
@@ -22,11 +23,21 @@
 // fakeRegisterKernel(stub, name), which loads a one-kernel fake library
 // (cuLibraryLoadData + cuLibraryGetKernel) and binds the CUkernel to stub.
 // Launches pass that CUkernel as the CUfunction, as CUDA 12+ runtimes do.
+//
+// Tools: every exported runtime function (FAKE_RT_ENTRY) reports itself as
+// one API call, under its CUPTI runtime callback id, to the fake driver's
+// tool interface (fakeCudaToolApiEnter / Exit, fake_cuda_tool.h), which
+// passes it on to the fake CUPTI. The real runtime does the same through a
+// private driver interface.
 #include "fake_cuda.h"
+#include "fake_cuda_tool.h"
+#include "fake_cupti_ids.h"
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -276,6 +287,67 @@ const StreamFns& fns(bool per_thread) { return per_thread ? drv().per_thread : d
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // ---------------------------------------------------------------------------
+// API calls, as the tool sees them (see the header comment).
+// ---------------------------------------------------------------------------
+struct ToolFns {
+    FakeCudaToolApiFn enter = nullptr;
+    FakeCudaToolApiFn exit = nullptr;
+};
+
+// Found once, with a dlopen of its own: a call must be reportable before the
+// runtime has loaded the driver (the first call is the one that loads it).
+const ToolFns& tool_fns() {
+    static const ToolFns fns = [] {
+        ToolFns f;
+        void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (handle == nullptr) return f;
+        f.enter = reinterpret_cast<FakeCudaToolApiFn>(dlsym(handle, "fakeCudaToolApiEnter"));
+        f.exit = reinterpret_cast<FakeCudaToolApiFn>(dlsym(handle, "fakeCudaToolApiExit"));
+        if (f.enter == nullptr || f.exit == nullptr) f = ToolFns{};  // not the fake driver
+        return f;
+    }();
+    return fns;
+}
+
+// The CUPTI id of an exported runtime function; aborts if the table in
+// fake_cupti_ids.h lacks it, so that no export goes unreported.
+const fake_cupti_ids::ApiId& api_id(const char* exported_name) {
+    const fake_cupti_ids::ApiId* id = fake_cupti_ids::find_exported(CUPTI_CB_DOMAIN_RUNTIME_API, exported_name);
+    if (id == nullptr) {
+        std::fprintf(stderr, "fake_cudart: %s has no row in fake_cupti_ids.h\n", exported_name);
+        std::abort();
+    }
+    return *id;
+}
+
+// One runtime call, entry to exit.
+class ApiScope {
+public:
+    explicit ApiScope(const fake_cupti_ids::ApiId& id) : fns_(tool_fns()) {
+        if (fns_.enter == nullptr) return;
+        call_.domain = id.domain;
+        call_.cbid = id.cbid;
+        call_.name = id.cupti_name;
+        fns_.enter(&call_);
+    }
+    ~ApiScope() {
+        if (fns_.exit != nullptr) fns_.exit(&call_);
+    }
+    ApiScope(const ApiScope&) = delete;
+    ApiScope& operator=(const ApiScope&) = delete;
+
+private:
+    const ToolFns& fns_;
+    FakeCudaApiCall call_{};
+};
+
+// First statement of every exported runtime function (it declares variables).
+// Exported functions never call each other, so each call is reported once.
+#define FAKE_RT_ENTRY()                                                          \
+    static const ::fake_cupti_ids::ApiId& fake_api_id_ = api_id(__func__);       \
+    const ApiScope fake_api_scope_(fake_api_id_)
+
+// ---------------------------------------------------------------------------
 // Kernels registered with fakeRegisterKernel, by host stub.
 // ---------------------------------------------------------------------------
 std::unordered_map<const void*, CUkernel>& kernels() {
@@ -294,6 +366,15 @@ cudaError_t find_kernel(const void* stub, CUkernel* out) {
 // ---------------------------------------------------------------------------
 // Shared bodies of the legacy and _ptsz / _ptds entry points.
 // ---------------------------------------------------------------------------
+
+cudaError_t get_kernel(cudaKernel_t* kernel, const void* stub) {
+    if (kernel == nullptr) return fail(cudaErrorInvalidValue);
+    if (cudaError_t e = ensure_driver()) return fail(e);
+    CUkernel k = nullptr;
+    if (cudaError_t e = find_kernel(stub, &k)) return fail(e);
+    *kernel = k;
+    return cudaSuccess;
+}
 
 cudaError_t launch(CUfunction f, dim3 grid, dim3 block, void** args, size_t shmem, cudaStream_t stream,
                    bool per_thread) {
@@ -488,25 +569,24 @@ int fakeRegisterKernel(const void* hostStub, const char* deviceName) {
 }
 
 cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* kernel, const void* hostStub) {
-    if (kernel == nullptr) return fail(cudaErrorInvalidValue);
-    if (cudaError_t e = ensure_driver()) return fail(e);
-    CUkernel k = nullptr;
-    if (cudaError_t e = find_kernel(hostStub, &k)) return fail(e);
-    *kernel = k;
-    return cudaSuccess;
+    FAKE_RT_ENTRY();
+    return get_kernel(kernel, hostStub);
 }
 
 cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr) {
-    return __cudaGetKernel(kernelPtr, entryFuncAddr);
+    FAKE_RT_ENTRY();
+    return get_kernel(kernelPtr, entryFuncAddr);
 }
 
 cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                          size_t sharedMem, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_handle(kernel, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                               size_t sharedMem, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_handle(kernel, gridDim, blockDim, args, sharedMem, stream, true);
 }
 
@@ -514,39 +594,48 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
 
 cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                        cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_stub(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                             size_t sharedMem, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_stub(func, gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+    FAKE_RT_ENTRY();
     return launch_ex(config, func, args, false);
 }
 cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
+    FAKE_RT_ENTRY();
     return launch_ex(config, func, args, true);
 }
 
 cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                   size_t sharedMem, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                        size_t sharedMem, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return graph_launch(graphExec, stream, false);
 }
 cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return graph_launch(graphExec, stream, true);
 }
 
 // --- Memory -----------------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
+    FAKE_RT_ENTRY();
     if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
     *devPtr = nullptr;
     if (cudaError_t e = ensure_context()) return fail(e);
@@ -558,12 +647,14 @@ cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
 }
 
 cudaError_t CUDARTAPI cudaFree(void* devPtr) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     if (devPtr == nullptr) return cudaSuccess;  // the classic "initialise CUDA" idiom
     return result(drv().memFree(dptr(devPtr)));
 }
 
 cudaError_t CUDARTAPI cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+    FAKE_RT_ENTRY();
     if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
     *devPtr = nullptr;
     if (cudaError_t e = ensure_context()) return fail(e);
@@ -574,6 +665,7 @@ cudaError_t CUDARTAPI cudaMallocManaged(void** devPtr, size_t size, unsigned int
 }
 
 cudaError_t CUDARTAPI cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
+    FAKE_RT_ENTRY();
     if (devPtr == nullptr || pitch == nullptr) return fail(cudaErrorInvalidValue);
     *devPtr = nullptr;
     if (cudaError_t e = ensure_context()) return fail(e);
@@ -584,46 +676,59 @@ cudaError_t CUDARTAPI cudaMallocPitch(void** devPtr, size_t* pitch, size_t width
 }
 
 cudaError_t CUDARTAPI cudaMallocHost(void** ptr, size_t size) {
+    FAKE_RT_ENTRY();
     if (ptr == nullptr) return fail(cudaErrorInvalidValue);
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().memAllocHost(ptr, size));
 }
 
 cudaError_t CUDARTAPI cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+    FAKE_RT_ENTRY();
     if (pHost == nullptr) return fail(cudaErrorInvalidValue);
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().memHostAlloc(pHost, size, flags));
 }
 
 cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().memFreeHost(ptr));
 }
 
 cudaError_t CUDARTAPI cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+    FAKE_RT_ENTRY();
     return malloc_async(devPtr, size, nullptr, false, hStream, false);
 }
 cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
+    FAKE_RT_ENTRY();
     return malloc_async(devPtr, size, nullptr, false, hStream, true);
 }
 cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return malloc_async(ptr, size, memPool, true, stream, false);
 }
 cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
                                                    cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return malloc_async(ptr, size, memPool, true, stream, true);
 }
-cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream, false); }
+cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+    FAKE_RT_ENTRY();
+    return free_async(devPtr, hStream, false);
+}
 cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
+    FAKE_RT_ENTRY();
     return free_async(devPtr, hStream, true);
 }
 
 cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_driver()) return fail(e);
     return result(drv().deviceGetDefaultMemPool(memPool, device));
 }
 
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().memGetInfo(free, total));
 }
@@ -631,44 +736,60 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {
 // --- Copies and sets ----------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+    FAKE_RT_ENTRY();
     return memcpy_any(dst, src, count, kind, nullptr, false, false);
 }
 cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+    FAKE_RT_ENTRY();
     return memcpy_any(dst, src, count, kind, nullptr, false, true);
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                                       cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return memcpy_any(dst, src, count, kind, stream, true, false);
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                                            cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return memcpy_any(dst, src, count, kind, stream, true, true);
 }
 
 cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
+    FAKE_RT_ENTRY();
     return memset_any(devPtr, value, count, nullptr, false, false);
 }
 cudaError_t CUDARTAPI cudaMemset_ptds(void* devPtr, int value, size_t count) {
+    FAKE_RT_ENTRY();
     return memset_any(devPtr, value, count, nullptr, false, true);
 }
 cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return memset_any(devPtr, value, count, stream, true, false);
 }
 cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return memset_any(devPtr, value, count, stream, true, true);
 }
 
 // --- Synchronisation ----------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().ctxSynchronize());
 }
 
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream, false); }
-cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream) { return stream_sync(stream, true); }
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
+    FAKE_RT_ENTRY();
+    return stream_sync(stream, false);
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+    FAKE_RT_ENTRY();
+    return stream_sync(stream, true);
+}
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().eventSynchronize(event));
 }
@@ -676,6 +797,7 @@ cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
 // --- Devices, streams, events, graphs ----------------------------------------------
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
+    FAKE_RT_ENTRY();
     if (count == nullptr) return fail(cudaErrorInvalidValue);
     *count = 0;
     if (cudaError_t e = ensure_driver()) return fail(e);
@@ -684,6 +806,7 @@ cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t CUDARTAPI cudaSetDevice(int device) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_driver()) return fail(e);
     if (device < 0 || device >= drv().device_count) return fail(cudaErrorInvalidDevice);
     if (device != t_device) {
@@ -695,6 +818,7 @@ cudaError_t CUDARTAPI cudaSetDevice(int device) {
 }
 
 cudaError_t CUDARTAPI cudaGetDevice(int* device) {
+    FAKE_RT_ENTRY();
     if (device == nullptr) return fail(cudaErrorInvalidValue);
     if (cudaError_t e = ensure_driver()) return fail(e);
     *device = t_device;
@@ -702,48 +826,58 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
 }
 
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* pStream) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().streamCreate(pStream, CU_STREAM_DEFAULT));
 }
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().streamDestroy(stream));
 }
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().eventCreate(event, CU_EVENT_DEFAULT));
 }
 
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return event_record(event, stream, false);
 }
 cudaError_t CUDARTAPI cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+    FAKE_RT_ENTRY();
     return event_record(event, stream, true);
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().eventDestroy(event));
 }
 
 cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().graphCreate(pGraph, flags));
 }
 
 cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().graphInstantiate(pGraphExec, graph, flags));
 }
 
 cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().graphExecDestroy(graphExec));
 }
 
 cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
+    FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().graphDestroy(graph));
 }
@@ -751,24 +885,31 @@ cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
 // --- Errors and versions ----------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
+    FAKE_RT_ENTRY();
     const cudaError_t e = t_last_error;
     t_last_error = cudaSuccess;
     return e;
 }
 
-cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return t_last_error; }
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
+    FAKE_RT_ENTRY();
+    return t_last_error;
+}
 
 const char* CUDARTAPI cudaGetErrorName(cudaError_t error) {
+    FAKE_RT_ENTRY();
     const ErrorText* e = find_error(error);
     return e ? e->name : "unrecognized error code";
 }
 
 const char* CUDARTAPI cudaGetErrorString(cudaError_t error) {
+    FAKE_RT_ENTRY();
     const ErrorText* e = find_error(error);
     return e ? e->text : "unrecognized error code";
 }
 
 cudaError_t CUDARTAPI cudaDriverGetVersion(int* driverVersion) {
+    FAKE_RT_ENTRY();
     if (driverVersion == nullptr) return fail(cudaErrorInvalidValue);
     *driverVersion = 0;  // no driver: 0, and still success, as documented
     if (ensure_driver() != cudaSuccess && drv().driverGetVersion == nullptr) return cudaSuccess;
@@ -776,6 +917,7 @@ cudaError_t CUDARTAPI cudaDriverGetVersion(int* driverVersion) {
 }
 
 cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion) {
+    FAKE_RT_ENTRY();
     if (runtimeVersion == nullptr) return fail(cudaErrorInvalidValue);
     *runtimeVersion = CUDART_VERSION;
     return cudaSuccess;
@@ -785,19 +927,23 @@ cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion) {
 
 cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
                                               cudaDriverEntryPointQueryResult* driverStatus) {
+    FAKE_RT_ENTRY();
     return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, false);
 }
 cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
                                                    cudaDriverEntryPointQueryResult* driverStatus) {
+    FAKE_RT_ENTRY();
     return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, true);
 }
 cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
                                                        unsigned long long flags,
                                                        cudaDriverEntryPointQueryResult* driverStatus) {
+    FAKE_RT_ENTRY();
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, false);
 }
 cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
                                                             unsigned int cudaVersion, unsigned long long flags,
                                                             cudaDriverEntryPointQueryResult* driverStatus) {
+    FAKE_RT_ENTRY();
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, true);
 }
