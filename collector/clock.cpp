@@ -65,6 +65,8 @@ ClockAnchor read_anchor() {
 
 TimeMap TimeMap::between(const ClockAnchor& a, const ClockAnchor& b) {
   TimeMap m;
+  m.mono0 = a.mono_ns;
+  m.mono_epoch0 = a.epoch_ns;
   if (!g_ticks_are_tsc) {
     // Ticks are monotonic nanoseconds already: only the offset matters.
     m.tick0 = a.mono_ns;

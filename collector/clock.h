@@ -46,10 +46,17 @@ struct TimeMap {
   uint64_t tick0 = 0;
   int64_t epoch0 = 0;
   double ns_per_tick = 1.0;
+  // Monotonic ns (device records, through CUPTI's timestamp callback).
+  uint64_t mono0 = 0;
+  int64_t mono_epoch0 = 0;
 
   static TimeMap between(const ClockAnchor& a, const ClockAnchor& b);
   // Ticks that are already nanoseconds on a clock `offset` away from the epoch.
-  static TimeMap offset_only(int64_t offset_ns) { return TimeMap{0, offset_ns, 1.0}; }
+  static TimeMap offset_only(int64_t offset_ns) { return TimeMap{0, offset_ns, 1.0, 0, offset_ns}; }
+
+  int64_t epoch_from_mono(uint64_t mono_ns) const {
+    return mono_epoch0 + static_cast<int64_t>(mono_ns - mono0);
+  }
 
   int64_t epoch_ns(uint64_t ticks) const {
     const double d = static_cast<double>(static_cast<int64_t>(ticks - tick0)) * ns_per_tick;

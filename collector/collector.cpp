@@ -14,14 +14,17 @@ namespace {
 // millisecond; a thread would have to make more than ~8 million calls per
 // second to overrun its ring between two passes.
 constexpr auto kDrainPeriod = std::chrono::milliseconds(2);
+constexpr auto kFlushPeriod = std::chrono::milliseconds(250);
 }  // namespace
 
 Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
-                     OutputContext context)
+                     OutputContext context, DeviceTracer* tracer, CollectorHooks hooks)
     : options_(options),
       registry_(registry),
       names_(names),
       context_(std::move(context)),
+      tracer_(tracer && tracer->running() ? tracer : nullptr),
+      hooks_(std::move(hooks)),
       session_(SessionLimits{options.trace_max_events, options.mem_max_entries}) {}
 
 bool Collector::start(std::function<void()> on_thread_start) {
@@ -55,7 +58,25 @@ size_t Collector::drain_once() {
     n += got;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
   });
+  if (tracer_) {
+    // CUPTI hands over full buffers on its own; ask for partly filled ones
+    // now and then so device records do not wait for the end.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_flush_ > kFlushPeriod) {
+      tracer_->flush(false);
+      last_flush_ = now;
+    }
+    take_device_records();
+  }
   return n;
+}
+
+void Collector::take_device_records() {
+  std::vector<DeviceRecord> records;
+  std::vector<ExternalCorrelation> external;
+  tracer_->take(records, external);
+  for (const DeviceRecord& d : records) session_.consume(d);
+  for (const ExternalCorrelation& e : external) session_.consume(e);
 }
 
 uint64_t Collector::dropped() const {
@@ -96,6 +117,21 @@ void Collector::finish() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   drain_once();
+  if (tracer_) {
+    // Before CUDA tears itself down (our atexit handler runs first): let the
+    // device finish, force out the last buffers, stop CUPTI.
+    if (hooks_.synchronize) hooks_.synchronize();
+    tracer_->flush(true);
+    take_device_records();
+    tracer_->stop();
+    const DeviceTracerCounts c = tracer_->counts();
+    context_.device_dropped = c.cupti_dropped;
+    if (c.refused_buffers) {
+      context_.notes.push_back("CUPTI buffer requests refused (NB_CUPTI_BUFFERS_MB reached): " +
+                               std::to_string(c.refused_buffers));
+    }
+  }
+  if (hooks_.devices) context_.devices = hooks_.devices();
 
   // The second anchor for the tick → time map: at least 20 ms after the
   // first so that the TSC's rate is known to a few parts per million.

@@ -2,12 +2,14 @@
 // into the Session, and when recording ends (at exit) drains the rest and
 // writes the outputs. The only thread that does I/O for the shim.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
 
+#include "collector/device_tracer.h"
 #include "collector/name_table.h"
 #include "collector/options.h"
 #include "collector/output.h"
@@ -16,10 +18,17 @@
 
 namespace nb {
 
+// What the collector needs from the CUDA side at the end of recording.
+struct CollectorHooks {
+  std::function<void()> synchronize;  // wait for the device before the final flush
+  std::function<std::vector<formats::DeviceProperties>()> devices;
+};
+
 class Collector {
  public:
+  // `tracer` may be null or not running (no device time).
   Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
-            OutputContext context);
+            OutputContext context, DeviceTracer* tracer = nullptr, CollectorHooks hooks = {});
 
   // Spawns the thread (all signals blocked in it, so the program's handlers
   // keep running on the program's threads). Returns false if it could not.
@@ -35,11 +44,15 @@ class Collector {
 
  private:
   void run();
+  void take_device_records();
 
   const Options options_;
   ThreadRegistry& registry_;
   NameTable& names_;
   OutputContext context_;
+  DeviceTracer* tracer_;
+  CollectorHooks hooks_;
+  std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch

@@ -8,7 +8,7 @@ namespace nb {
 
 const std::vector<OptionInfo>& option_table() {
   static const std::vector<OptionInfo>* table = new std::vector<OptionInfo>{
-#define NB_INFO(field, NAME, Type, def, lo, hi, help) {#NAME, #Type, def, lo, hi, help},
+#define NB_INFO(field, NAME, Type, def, lo, hi, choices, help) {#NAME, #Type, def, lo, hi, choices, help},
       NB_OPTIONS(NB_INFO)
 #undef NB_INFO
   };
@@ -83,10 +83,34 @@ bool parse_log_level(const std::string& raw, LogLevel& out) {
   return false;
 }
 
+bool parse_choice(const std::string& raw, const char* choices, std::string& out) {
+  const std::string s = trim_lower(raw);
+  std::string list = choices;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t bar = list.find('|', start);
+    const std::string choice = list.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+    if (!choice.empty() && s == choice) {
+      out = choice;
+      return true;
+    }
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return false;
+}
+
 namespace {
 
-// Each type knows how to parse and how to describe what it accepts.
-bool parse_typed(const std::string& s, const OptionInfo&, std::string& out) {
+// Each type knows how to parse and how to describe what it accepts. Strings,
+// paths and choices share a field type, so the table's type name decides.
+bool parse_typed(const std::string& s, const OptionInfo& info, std::string& out) {
+  const std::string t = info.type;
+  if (t == "Choice") return parse_choice(s, info.choices, out);
+  if (t == "Path") {
+    out = s;
+    return true;
+  }
   out = s;
   return !s.empty();
 }
@@ -102,6 +126,12 @@ std::string accepted(const OptionInfo& info) {
   const std::string t = info.type;
   if (t == "Bool") return "1/0, true/false, yes/no, on/off";
   if (t == "LogLevel") return "trace, debug, info, warn, error, off";
+  if (t == "Choice") {
+    std::string c;
+    for (const char* p = info.choices; *p; ++p) c += *p == '|' ? std::string(", ") : std::string(1, *p);
+    return "one of " + c;
+  }
+  if (t == "Path") return "a path";
   if (t == "UInt") {
     return "an integer from " + std::to_string(info.min) + " to " + std::to_string(info.max) +
            " (suffix k/m/g = x1000)";
@@ -145,7 +175,7 @@ Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problem
   Options o;
   const auto& table = option_table();
   size_t i = 0;
-#define NB_READ(field, NAME, Type, def, lo, hi, help) read_one(lookup, table[i++], o.field, problems);
+#define NB_READ(field, NAME, Type, def, lo, hi, choices, help) read_one(lookup, table[i++], o.field, problems);
   NB_OPTIONS(NB_READ)
 #undef NB_READ
   return o;
@@ -153,7 +183,7 @@ Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problem
 
 std::vector<std::string> describe_options(const Options& o) {
   std::vector<std::string> out;
-#define NB_DESCRIBE(field, NAME, Type, def, lo, hi, help) out.push_back(#NAME "=" + value_text(o.field));
+#define NB_DESCRIBE(field, NAME, Type, def, lo, hi, choices, help) out.push_back(#NAME "=" + value_text(o.field));
   NB_OPTIONS(NB_DESCRIBE)
 #undef NB_DESCRIBE
   return out;

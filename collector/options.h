@@ -14,10 +14,12 @@ enum class LogLevel : uint8_t { Trace, Debug, Info, Warn, Error, Off };
 
 struct Options {
 #define NB_FIELD_String std::string
+#define NB_FIELD_Path std::string
+#define NB_FIELD_Choice std::string
 #define NB_FIELD_Bool bool
 #define NB_FIELD_UInt uint64_t
 #define NB_FIELD_LogLevel LogLevel
-#define NB_DECLARE(field, NAME, Type, def, lo, hi, help) NB_FIELD_##Type field{};
+#define NB_DECLARE(field, NAME, Type, def, lo, hi, choices, help) NB_FIELD_##Type field{};
   NB_OPTIONS(NB_DECLARE)
 #undef NB_DECLARE
 };
@@ -27,6 +29,7 @@ struct OptionInfo {
   const char* type;
   const char* default_value;
   uint64_t min, max;
+  const char* choices;
   const char* help;
 };
 const std::vector<OptionInfo>& option_table();
@@ -44,6 +47,7 @@ std::vector<std::string> describe_options(const Options& o);
 bool parse_bool(const std::string& s, bool& out);
 bool parse_uint(const std::string& s, uint64_t min, uint64_t max, uint64_t& out);
 bool parse_log_level(const std::string& s, LogLevel& out);
+bool parse_choice(const std::string& s, const char* choices, std::string& out);
 const char* log_level_name(LogLevel l);
 
 // Expands %p, %n and %% in an output prefix.

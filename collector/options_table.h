@@ -1,30 +1,45 @@
-// The one table of NB_* variables: name, type, default, accepted range, help.
+// The one table of NB_* variables: name, type, default, accepted values, help.
 // The shim reads them once at start-up (options.cpp), nbprof derives its
 // command-line flags and --help from the same table (via `nb-options`), and
 // the README's table is checked against it by a test. Add a variable here and
 // nowhere else.
 //
-// NB_OPTION(field, NAME, Type, default, min, max, help)
-//   Type: String | Bool | UInt | LogLevel    (min/max apply to UInt)
+// NB_OPTION(field, NAME, Type, default, min, max, choices, help)
+//   Type: String (non-empty) | Path (may be empty) | Bool | UInt | LogLevel | Choice
+//   min/max apply to UInt; choices ("a|b|c") to Choice.
 // clang-format off
 #define NB_OPTIONS(NB_OPTION)                                                               \
-  NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0,                                          \
+  NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0, "",                                      \
     "Output prefix; %p = pid, %n = program name, %% = %. Relative to the starting directory. " \
     "Files: <prefix>.trace.json, <prefix>.memory.pickle, <prefix>.table.txt")                \
-  NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0,                                             \
+  NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0, "",                                         \
     "Shim log level on stderr: trace, debug, info, warn, error, off")                       \
-  NB_OPTION(enable, NB_ENABLE, Bool, "1", 0, 0,                                              \
+  NB_OPTION(enable, NB_ENABLE, Bool, "1", 0, 0, "",                                          \
     "0 = hooks pass straight through and nothing is recorded")                              \
-  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "200000", 1, 100000000,               \
+  NB_OPTION(device, NB_DEVICE, Bool, "1", 0, 0, "",                                          \
+    "Record device work (kernels, copies, sets) through CUPTI; 0 = host calls only")        \
+  NB_OPTION(cupti_lib, NB_CUPTI_LIB, Path, "", 0, 0, "",                                     \
+    "libcupti to load if none is loaded already (default: the soname, then the toolkit's "  \
+    "and the Python wheel's usual places)")                                                 \
+  NB_OPTION(cupti_join, NB_CUPTI_JOIN, Choice, "callback", 0, 0, "callback|external|none",   \
+    "How device work is tied to its host call: CUPTI callbacks on the launch/copy/set "     \
+    "calls (cheapest exact), external correlation ids (DRIVER activity per call), or none") \
+  NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, "",                 \
+    "Most memory for CUPTI activity buffers (4 MiB each); beyond it records are dropped "  \
+    "and counted")                                                                          \
+  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "200000", 1, 100000000, "",           \
     "Memory history ring: newest entries kept in the snapshot's device_traces")             \
-  NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216,                      \
+  NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, "",                  \
     "Records per thread ring (rounded up to a power of two; 128 bytes each)")               \
-  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000,           \
-    "Host calls kept for the timeline, 128 bytes each (later ones still count in the table)") \
-  NB_OPTION(print_table, NB_PRINT_TABLE, Bool, "1", 0, 0,                                    \
+  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000, "",       \
+    "Host calls and device records each kept for the timeline (later ones still count in " \
+    "the table)")                                                                           \
+  NB_OPTION(print_table, NB_PRINT_TABLE, Bool, "1", 0, 0, "",                                \
     "Print the ranking table to stderr when recording ends")                                \
-  NB_OPTION(table_rows, NB_TABLE_ROWS, UInt, "12", 0, 100000,                               \
+  NB_OPTION(table_sort, NB_TABLE_SORT, Choice, "device", 0, 0, "device|host|calls|name",     \
+    "Ranking table order: self device time, self host time, calls, or name")               \
+  NB_OPTION(table_rows, NB_TABLE_ROWS, UInt, "12", 0, 100000, "",                            \
     "Rows of the ranking table printed to stderr (0 = all; the file always has all)")       \
-  NB_OPTION(overwrite, NB_OVERWRITE, Bool, "0", 0, 0,                                        \
+  NB_OPTION(overwrite, NB_OVERWRITE, Bool, "0", 0, 0, "",                                    \
     "Overwrite existing output files (default: keep them and warn)")
 // clang-format on

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <unordered_map>
 #include <streambuf>
 
 #include "formats/chrome_trace.h"
@@ -201,14 +202,78 @@ int create_output_file(const std::string& path, bool overwrite, std::string& err
   return fd;
 }
 
-formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
-  formats::TraceData t;
-  t.names.reserve(kApiCount);
-  for (uint16_t id = 0; id < kApiCount; ++id) t.names.emplace_back(api_info(id).name);
+namespace {
 
-  const uint64_t first_epoch =
-      static_cast<uint64_t>(s.records().empty() ? ctx.time.epoch0 : ctx.time.epoch_ns(s.first()));
-  t.base_time_ns = first_epoch - first_epoch % 1000000000ull;  // a whole second, as Kineto
+formats::Category device_category(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::Kernel: return formats::Category::Kernel;
+    case DeviceKind::Memcpy: return formats::Category::GpuMemcpy;
+    case DeviceKind::Memset: return formats::Category::GpuMemset;
+  }
+  return formats::Category::Kernel;
+}
+
+// CUPTI correlation id → index of the host record that made the call.
+std::unordered_map<uint32_t, size_t> host_calls_by_correlation(const Session& s, const OutputContext& ctx) {
+  std::unordered_map<uint32_t, size_t> by_corr;
+  const RecordLog& recs = s.records();
+  if (ctx.join_mode == "external") {
+    std::unordered_map<uint64_t, size_t> by_id;
+    by_id.reserve(recs.size());
+    for (size_t i = 0; i < recs.size(); ++i) by_id.emplace(recs[i].id, i);
+    for (const ExternalCorrelation& e : s.external_correlations()) {
+      auto it = by_id.find(e.external_id);
+      if (it != by_id.end()) by_corr[e.correlation] = it->second;
+    }
+    return by_corr;
+  }
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (recs[i].corr_first) by_corr.emplace(recs[i].corr_first, i);
+    if (recs[i].corr_last && recs[i].corr_last != recs[i].corr_first) by_corr.emplace(recs[i].corr_last, i);
+  }
+  return by_corr;
+}
+
+// Boxes on one track may nest but not partially overlap (Perfetto drops or
+// splits those). Device timestamps of consecutive work on a stream can touch
+// or cross by a few ns; clip the earlier box to where the next one starts.
+uint64_t clip_partial_overlaps(std::vector<formats::Event>& events, size_t first) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> tracks;
+  for (size_t i = first; i < events.size(); ++i) tracks[{events[i].pid, events[i].tid}].push_back(i);
+  uint64_t clipped = 0;
+  for (auto& [track, idx] : tracks) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return events[a].ts_ns < events[b].ts_ns; });
+    for (size_t k = 1; k < idx.size(); ++k) {
+      formats::Event& prev = events[idx[k - 1]];
+      const formats::Event& next = events[idx[k]];
+      const uint64_t prev_end = prev.ts_ns + prev.dur_ns;
+      const uint64_t next_end = next.ts_ns + next.dur_ns;
+      if (next.ts_ns < prev_end && next_end > prev_end) {
+        prev.dur_ns = next.ts_ns - prev.ts_ns;
+        ++clipped;
+      }
+    }
+  }
+  return clipped;
+}
+
+}  // namespace
+
+formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats) {
+  formats::TraceData t;
+  // Event names: the API names (index = ApiId), then the NameTable's names
+  // (index = kApiCount + name id) for device work.
+  t.names.reserve(kApiCount + ctx.kernel_names.size());
+  for (uint16_t id = 0; id < kApiCount; ++id) t.names.emplace_back(api_info(id).name);
+  for (const std::string& n : ctx.kernel_names) t.names.push_back(n);
+  const auto device_name = [&](uint32_t name) { return static_cast<uint32_t>(kApiCount + name); };
+
+  const RecordLog& recs = s.records();
+  const ChunkedLog<DeviceRecord>& dev = s.device_records();
+  int64_t first_epoch = recs.empty() ? ctx.time.epoch0 : ctx.time.epoch_ns(s.first());
+  dev.for_each([&](const DeviceRecord& d) { first_epoch = std::min(first_epoch, ctx.time.epoch_from_mono(d.start)); });
+  t.base_time_ns = static_cast<uint64_t>(first_epoch) - static_cast<uint64_t>(first_epoch) % 1000000000ull;
+  t.devices = ctx.devices;
 
   t.processes.push_back({ctx.pid, ctx.program, ctx.pid});
   for (const auto& [tid, name] : s.threads()) {
@@ -216,8 +281,74 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
                          static_cast<int64_t>(tid)});
   }
 
-  t.events.reserve(s.records().size());
-  s.records().for_each([&](const Record& r) {
+  // Join: each device record to the host call that caused it.
+  const auto by_corr = host_calls_by_correlation(s, ctx);
+  std::vector<uint32_t> host_corr(recs.size(), 0);
+  JoinStats js;
+  t.events.reserve(recs.size() + dev.size());
+  std::map<std::pair<uint32_t, uint32_t>, bool> streams;  // (device, stream) seen
+  std::map<uint32_t, bool> gpus;
+  uint64_t next_flow = 1;
+  dev.for_each([&](const DeviceRecord& d) {
+    ++js.device_records;
+    formats::Event e;
+    e.name = device_name(d.name);
+    e.cat = device_category(d.kind);
+    e.pid = d.device;
+    e.tid = d.stream;
+    e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_from_mono(d.start));
+    e.dur_ns = d.end >= d.start ? d.end - d.start : 0;
+    auto host = by_corr.find(d.correlation);
+    const bool joined = host != by_corr.end();
+    using formats::Arg;
+    if (joined) e.args.push_back(Arg::uinteger("External id", recs[host->second].id));
+    if (d.kind == DeviceKind::Kernel) e.args.push_back(Arg::integer("queued", 0));
+    e.args.push_back(Arg::integer("device", d.device));
+    e.args.push_back(Arg::integer("context", d.context));
+    e.args.push_back(Arg::integer("stream", d.stream));
+    e.args.push_back(Arg::integer("correlation", d.correlation));
+    if (d.kind == DeviceKind::Kernel) {
+      e.args.push_back(Arg::integer("registers per thread", d.registers));
+      e.args.push_back(Arg::integer("shared memory", d.shared_memory));
+      e.args.push_back(Arg::dim3("grid", static_cast<uint32_t>(d.grid[0]), static_cast<uint32_t>(d.grid[1]),
+                                 static_cast<uint32_t>(d.grid[2])));
+      e.args.push_back(Arg::dim3("block", static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]),
+                                 static_cast<uint32_t>(d.block[2])));
+    } else {
+      e.args.push_back(Arg::uinteger("bytes", d.bytes));
+      e.args.push_back(Arg::real("memory bandwidth (GB/s)",
+                                 e.dur_ns ? static_cast<double>(d.bytes) / static_cast<double>(e.dur_ns) : 0.0));
+    }
+    if (d.graph_id) {
+      e.args.push_back(Arg::uinteger("graph id", d.graph_id));
+      e.args.push_back(Arg::uinteger("graph node id", d.graph_node_id));
+    }
+    if (joined) {
+      ++js.joined;
+      const Record& r = recs[host->second];
+      if (host_corr[host->second] == 0) host_corr[host->second] = d.correlation;
+      const uint64_t id = next_flow++;
+      t.flows.push_back({id, ctx.pid, static_cast<int64_t>(r.tid),
+                         static_cast<uint64_t>(ctx.time.epoch_ns(r.start)), true});
+      t.flows.push_back({id, e.pid, e.tid, e.ts_ns, false});
+    }
+    streams[{d.device, d.stream}] = true;
+    gpus[d.device] = true;
+    t.events.push_back(std::move(e));
+  });
+  js.overlaps_clipped = clip_partial_overlaps(t.events, 0);
+
+  for (const auto& [gpu, seen] : gpus) {
+    t.processes.push_back({static_cast<int64_t>(gpu), "GPU " + std::to_string(gpu),
+                           static_cast<int64_t>(gpu) + 0x10000000});
+  }
+  for (const auto& [key, seen] : streams) {
+    t.threads.push_back({static_cast<int64_t>(key.first), static_cast<int64_t>(key.second),
+                         "stream " + std::to_string(key.second), static_cast<int64_t>(key.second)});
+  }
+
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const Record& r = recs[i];
     formats::Event e;
     e.name = r.api < kApiCount ? r.api : 0;
     e.cat = api_info(r.api).runtime ? formats::Category::CudaRuntime : formats::Category::CudaDriver;
@@ -226,9 +357,11 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx) {
     e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_ns(r.start));
     e.dur_ns = r.end >= r.start ? ctx.time.duration_ns(r.end - r.start) : 0;
     add_record_args(r, ctx, e.args);
+    if (host_corr[i]) e.args.push_back(formats::Arg::integer("correlation", host_corr[i]));
     t.events.push_back(std::move(e));
-  });
+  }
   t.trace_name = ctx.prefix + ".trace.json";
+  if (stats) *stats = js;
   return t;
 }
 
@@ -261,13 +394,40 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
   }
   std::vector<formats::TableRow> out;
   for (auto& [name, row] : rows) out.push_back(std::move(row));
+  // One row per kernel (and per kind of copy or set), device time only.
+  for (const auto& [name, st] : s.device_stats()) {
+    formats::TableRow row;
+    row.name = name < ctx.kernel_names.size() ? ctx.kernel_names[name] : "?";
+    row.calls = st.calls;
+    row.has_host = false;
+    row.has_device = true;
+    row.device_total_ns = st.total;
+    out.push_back(std::move(row));
+  }
   return out;
 }
 
-formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx) {
+formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js) {
   formats::TableFooter f;
   f.records = s.consumed();
   f.dropped = ctx.dropped;
+  if (ctx.device_traced) {
+    f.notes.push_back("Device records: " + std::to_string(s.device_consumed()) + " (" +
+                      std::to_string(ctx.device_dropped) + " dropped by CUPTI); joined to their host call (" +
+                      ctx.join_mode + "): " + std::to_string(js.joined) + " of " +
+                      std::to_string(js.device_records) + " in the timeline");
+  } else {
+    f.notes.push_back("No device time: " + (ctx.device_note.empty() ? std::string("CUPTI not used") : ctx.device_note));
+  }
+  if (ctx.record_cost_ns > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "nb's own cost on the calling threads, estimated: %llu calls x %.0f ns = %.3f ms "
+                  "(CUPTI's own work not included)",
+                  static_cast<unsigned long long>(s.consumed()), ctx.record_cost_ns,
+                  static_cast<double>(s.consumed()) * ctx.record_cost_ns / 1e6);
+    f.notes.push_back(buf);
+  }
   const MemoryCounts& m = s.memory().counts();
   std::string mem = "Device memory: " + std::to_string(m.allocs) + " allocations, " +
                     std::to_string(m.frees) + " frees, " + std::to_string(m.maps) + " maps, " +
@@ -283,6 +443,14 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
     f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +
                       std::to_string(m.overwritten));
   }
+  if (s.device_overflow()) {
+    f.notes.push_back("Device records left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
+                      std::to_string(s.device_overflow()));
+  }
+  if (js.overlaps_clipped) {
+    f.notes.push_back("Device boxes clipped where they crossed the next one on their stream: " +
+                      std::to_string(js.overlaps_clipped));
+  }
   if (s.trace_overflow()) {
     f.notes.push_back("Host calls left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
                       std::to_string(s.trace_overflow()));
@@ -293,8 +461,9 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
 
 OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
   OutputResult res;
+  JoinStats js;
   write_file(ctx.prefix + ".trace.json", ctx, res, [&](std::ostream& os) {
-    formats::write_chrome_trace(build_trace(s, ctx), os);
+    formats::write_chrome_trace(build_trace(s, ctx, &js), os);
   });
   write_file(ctx.prefix + ".memory.pickle", ctx, res, [&](std::ostream& os) {
     const std::string bytes = formats::memory_snapshot_pickle(build_snapshot(s, ctx));
@@ -302,10 +471,10 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
   });
 
   formats::TableOptions opt;
-  opt.sort = formats::SortKey::HostTotal;
-  opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + "), host time per CUDA API";
+  opt.sort = ctx.table_sort;
+  opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
   const auto rows = build_table_rows(s, ctx);
-  const auto footer = build_table_footer(s, ctx);
+  const auto footer = build_table_footer(s, ctx, js);
   const std::string full = formats::format_ranking_table(rows, opt, footer);
   write_file(ctx.prefix + ".table.txt", ctx, res, [&](std::ostream& os) { os << full; });
   opt.max_rows = ctx.table_rows;

@@ -24,12 +24,28 @@ struct OutputContext {
   uint64_t dropped = 0;        // records lost before reaching the session
   std::vector<std::string> kernel_names;  // NameTable snapshot, index = id
   std::vector<std::string> notes;         // extra footer lines
+  formats::SortKey table_sort = formats::SortKey::DeviceTotal;
+  // Device time: CUPTI running, how device records are joined to host calls
+  // ("callback", "external", "none"), or why there is no device time.
+  bool device_traced = false;
+  std::string join_mode = "none";
+  std::string device_note;
+  uint64_t device_dropped = 0;             // CUPTI's dropped records + refused buffers
+  std::vector<formats::DeviceProperties> devices;
+  double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
 };
 
-formats::TraceData build_trace(const Session& s, const OutputContext& ctx);
+// What joining host and device records found (for the footer and tests).
+struct JoinStats {
+  uint64_t device_records = 0;
+  uint64_t joined = 0;        // device records whose host call is in the trace
+  uint64_t overlaps_clipped = 0;
+};
+
+formats::TraceData build_trace(const Session& s, const OutputContext& ctx, struct JoinStats* stats = nullptr);
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
-formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx);
+formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const struct JoinStats& js);
 
 struct OutputResult {
   std::vector<std::string> written;   // paths

@@ -52,6 +52,10 @@ struct alignas(64) Record {
   uint32_t block[3];
   uint32_t shared_mem;
   uint32_t name;      // interned kernel name (NameTable), 0 = unknown
+  // CUPTI correlation ids seen during the call (callback join): the first
+  // (the outermost API CUPTI traced) and the last (the innermost).
+  uint32_t corr_first;
+  uint32_t corr_last;
 };
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
 

@@ -21,6 +21,19 @@ void Session::consume(const Record& r) {
   memory_.on_record(r);
 }
 
+void Session::consume(const DeviceRecord& d) {
+  ++device_consumed_;
+  const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
+  DeviceStats& s = device_stats_[d.name];
+  s.kind = d.kind;
+  ++s.calls;
+  s.total += dur;
+  s.min = std::min(s.min, dur);
+  s.max = std::max(s.max, dur);
+  if (device_.size() < limits_.trace_max_events) device_.push_back(d);
+  else ++device_overflow_;
+}
+
 void Session::note_thread(uint32_t tid, const char* name) {
   auto it = threads_.find(tid);
   if (it == threads_.end()) threads_.emplace(tid, name ? name : "");

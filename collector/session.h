@@ -8,8 +8,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "collector/device_record.h"
 #include "collector/memory_tracker.h"
 #include "collector/record.h"
 #include "shim/api.h"
@@ -24,28 +26,38 @@ struct ApiStats {  // durations in ticks
   uint64_t errors = 0;
 };
 
-// Host records kept for the timeline, in fixed chunks: growing never copies
-// what is stored (a reallocating vector stalls the collector for as long as
-// it takes to copy everything, and the rings overflow meanwhile).
-class RecordLog {
+// Records kept for the timeline, in fixed chunks: growing never copies what
+// is stored (a reallocating vector stalls the collector for as long as it
+// takes to copy everything, and the rings overflow meanwhile).
+template <typename T>
+class ChunkedLog {
  public:
-  static constexpr size_t kChunk = 8192;  // 1 MiB of records
-  void push_back(const Record& r) {
-    if (size_ % kChunk == 0) chunks_.emplace_back(new Record[kChunk]);
+  static constexpr size_t kChunk = 8192;
+  void push_back(const T& r) {
+    if (size_ % kChunk == 0) chunks_.emplace_back(new T[kChunk]);
     chunks_.back()[size_ % kChunk] = r;
     ++size_;
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const Record& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  const T& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
   template <typename F>
   void for_each(F&& f) const {
     for (size_t i = 0; i < size_; ++i) f((*this)[i]);
   }
 
  private:
-  std::vector<std::unique_ptr<Record[]>> chunks_;
+  std::vector<std::unique_ptr<T[]>> chunks_;
   size_t size_ = 0;
+};
+using RecordLog = ChunkedLog<Record>;
+
+struct DeviceStats {  // durations in ns
+  DeviceKind kind = DeviceKind::Kernel;
+  uint64_t calls = 0;
+  uint64_t total = 0;
+  uint64_t min = UINT64_MAX;
+  uint64_t max = 0;
 };
 
 struct SessionLimits {
@@ -59,12 +71,20 @@ class Session {
       : limits_(limits), memory_(limits.mem_max_entries) {}
 
   void consume(const Record& r);
+  void consume(const DeviceRecord& d);
+  void consume(const ExternalCorrelation& e) { external_.push_back(e); }
   void note_thread(uint32_t tid, const char* name);
 
   const RecordLog& records() const { return records_; }
   // Indexed by ApiId; calls == 0 for APIs never called.
   const std::array<ApiStats, kApiCount>& api_stats() const { return api_stats_; }
   const MemoryTracker& memory() const { return memory_; }
+  const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
+  const std::vector<ExternalCorrelation>& external_correlations() const { return external_; }
+  // Indexed by the record's name id.
+  const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
+  uint64_t device_consumed() const { return device_consumed_; }
+  uint64_t device_overflow() const { return device_overflow_; }
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
   uint64_t consumed() const { return consumed_; }
   uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
@@ -77,6 +97,11 @@ class Session {
   RecordLog records_;
   std::array<ApiStats, kApiCount> api_stats_{};
   MemoryTracker memory_;
+  ChunkedLog<DeviceRecord> device_;
+  std::vector<ExternalCorrelation> external_;
+  std::unordered_map<uint32_t, DeviceStats> device_stats_;
+  uint64_t device_consumed_ = 0;
+  uint64_t device_overflow_ = 0;
   std::map<uint32_t, std::string> threads_;
   uint64_t consumed_ = 0;
   uint64_t trace_overflow_ = 0;

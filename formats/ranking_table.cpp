@@ -113,10 +113,14 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   const size_t shown = opt.max_rows && opt.max_rows < rows.size() ? opt.max_rows : rows.size();
   for (size_t i = 0; i < shown; ++i) {
     const TableRow& r = rows[i];
-    std::vector<std::string> cells = {
-        format_duration_ns(r.host_total_ns), percent(r.host_total_ns, host_sum),
-        format_duration_ns(r.calls ? r.host_total_ns / r.calls : 0),
-        format_duration_ns(r.host_min_ns), format_duration_ns(r.host_max_ns)};
+    std::vector<std::string> cells;
+    if (r.has_host) {
+      cells = {format_duration_ns(r.host_total_ns), percent(r.host_total_ns, host_sum),
+               format_duration_ns(r.calls ? r.host_total_ns / r.calls : 0), format_duration_ns(r.host_min_ns),
+               format_duration_ns(r.host_max_ns)};
+    } else {
+      cells = {"-", "-", "-", "-", "-"};
+    }
     if (device) {
       if (r.has_device) {
         cells.push_back(format_duration_ns(r.device_total_ns));
@@ -127,7 +131,7 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
       }
     }
     cells.push_back(std::to_string(r.calls));
-    cells.push_back(std::to_string(r.errors));
+    cells.push_back(r.has_host ? std::to_string(r.errors) : "-");
     pad_left(out, display_name(r.name), kNameWidth);
     for (const std::string& c : cells) { out += "  "; pad_left(out, c, kColWidth); }
     out += '\n';

@@ -14,6 +14,7 @@ struct TableRow {
   uint64_t host_min_ns = 0;
   uint64_t host_max_ns = 0;
   uint64_t errors = 0;          // calls that returned an error
+  bool has_host = true;         // false for device work (kernels, copies, sets): host cells are "-"
   bool has_device = false;      // device columns are shown when any row has them
   uint64_t device_total_ns = 0;
 };

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "collector/record.h"
 #include "shim/hook_table.h"
 
 namespace nb {
@@ -22,6 +23,7 @@ struct ApiInfo {
   const char* symbol;  // exported symbol
   const char* name;    // shown in outputs
   bool runtime;        // cuda_runtime (true) or cuda_driver (false)
+  Kind kind;
 };
 
 // Info for an id; ids out of range get a placeholder (records are read by

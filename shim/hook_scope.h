@@ -10,6 +10,7 @@
 
 #include "collector/clock.h"
 #include "collector/record.h"
+#include "shim/join.h"
 #include "shim/state.h"
 #include "shim/thread_state.h"
 
@@ -41,7 +42,13 @@ class HookScope {
     rec_ = reserve(t, api, kind);
     t.outer = rec_;
     target_ = rec_;
-    if (rec_ != nullptr) rec_->start = now_ticks();  // last: our own work stays outside the call
+    if (rec_ == nullptr) return;
+    t.corr_first = t.corr_last = 0;
+    if (__builtin_expect(g_join_mode == JoinMode::External, 0) && causes_device_work(kind)) {
+      push_external_id(rec_->id);
+      pushed_ = true;
+    }
+    rec_->start = now_ticks();  // last: our own work stays outside the call
   }
 
   __attribute__((always_inline)) ~HookScope() {
@@ -67,6 +74,10 @@ class HookScope {
     if (rec_ == nullptr) return;
     rec_->end = now_ticks();
     rec_->result = rc;
+    const ThreadState& t = t_state;
+    rec_->corr_first = t.corr_first;
+    rec_->corr_last = t.corr_last;
+    if (pushed_) pop_external_id();
   }
 
  private:
@@ -85,9 +96,14 @@ class HookScope {
     return r;
   }
 
+  static bool causes_device_work(Kind k) {
+    return k == Kind::Launch || k == Kind::Graph || k == Kind::Memcpy || k == Kind::Memset;
+  }
+
   Record* rec_ = nullptr;
   Record* target_ = nullptr;
   bool entered_ = false;
+  bool pushed_ = false;
 };
 
 }  // namespace nb::shim

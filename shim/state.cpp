@@ -15,6 +15,8 @@
 #include "collector/log.h"
 #include "collector/name_table.h"
 #include "collector/thread_registry.h"
+#include "shim/device_tracing.h"
+#include "shim/hook_scope.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
 #include "shim/thread_state.h"
@@ -32,6 +34,7 @@ Options* g_options = nullptr;
 NameTable* g_names = nullptr;
 ThreadRegistry* g_registry = nullptr;
 Collector* g_collector = nullptr;
+DeviceTracer* g_tracer = nullptr;
 std::mutex* g_start_mu = new std::mutex;
 pthread_key_t g_exit_key;
 std::string* g_prefix = nullptr;
@@ -79,6 +82,32 @@ void on_fork_child() {
 }
 
 void at_exit() { finish(); }
+
+formats::SortKey sort_key(const std::string& choice) {
+  if (choice == "host") return formats::SortKey::HostTotal;
+  if (choice == "calls") return formats::SortKey::Calls;
+  if (choice == "name") return formats::SortKey::Name;
+  return formats::SortKey::DeviceTotal;
+}
+
+// What one record costs the calling thread, without the call itself: the
+// ring slot, clearing it, two timestamps, publishing. Measured once, for the
+// table's estimate of nb's own overhead.
+double measure_record_cost_ns() {
+  constexpr uint32_t kSlots = 4096;
+  std::vector<Record> slots(kSlots);
+  Ring ring(slots.data(), kSlots);
+  const uint64_t t0 = monotonic_ns();
+  for (uint32_t i = 0; i < kSlots - 1; ++i) {
+    Record* r = ring.reserve();
+    if (r == nullptr) break;
+    clear_record(r);
+    r->start = now_ticks();
+    r->end = now_ticks();
+    ring.publish();
+  }
+  return static_cast<double>(monotonic_ns() - t0) / (kSlots - 1);
+}
 
 __attribute__((constructor)) void on_load() {
   // Only what the dlsym entry point needs; everything else waits for the
@@ -160,7 +189,27 @@ bool start_collector() {
   ctx.program = *g_program;
   ctx.overwrite = g_options->overwrite;
   ctx.table_rows = g_options->table_rows;
-  g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx));
+  ctx.table_sort = sort_key(g_options->table_sort);
+  ctx.record_cost_ns = measure_record_cost_ns();
+
+  // Device time: CUPTI is started here, on the first CUDA call and before
+  // the call proceeds, so no kernel runs unobserved.
+  if (g_options->device) {
+    g_tracer = new DeviceTracer(*g_names);
+    std::string why;
+    if (start_device_tracing(*g_options, *g_tracer, why)) {
+      ctx.device_traced = true;
+      ctx.join_mode = g_options->cupti_join;
+      log::debug("device time through " + g_tracer->api().path + ", join: " + ctx.join_mode);
+    } else {
+      ctx.device_note = why;
+      log::warn("device time not recorded: " + why + "; host calls and memory still are");
+    }
+  } else {
+    ctx.device_note = "NB_DEVICE=0";
+  }
+  CollectorHooks hooks{synchronize_current_context, query_devices};
+  g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {
     log::warn("cannot start the collector thread; recording disabled");
     set_state(State::Disabled);

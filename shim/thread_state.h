@@ -19,6 +19,8 @@ struct ThreadState {
   Level outer_level;   // level of the outermost hook on this thread
   bool internal;       // the shim's own threads: never record
   Record* outer;       // record of the outermost hook (inner driver calls annotate it)
+  uint32_t corr_first; // CUPTI correlation ids handed out during the outermost
+  uint32_t corr_last;  // hook's call (device_tracing.cpp, join mode "callback")
 };
 
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));

@@ -10,13 +10,14 @@
 
 TEST_CASE("README lists every NB_* variable with its default", "[readme]") {
   const std::string readme = nbtest::read_file(nbtest::source_dir() + "/README.md");
-  const std::regex row(R"(^\| `(NB_[A-Z_]+)` \| [a-z]+ \| `([^`]*)` \|)");
+  // Default column: `value`, or (empty) for an empty default.
+  const std::regex row(R"(^\| `(NB_[A-Z_]+)` \| [a-z]+ \| (?:`([^`]*)`|\(empty\)) \|)");
   std::map<std::string, std::string> documented;
   std::istringstream lines(readme);
   std::string line;
   while (std::getline(lines, line)) {
     std::smatch m;
-    if (std::regex_search(line, m, row)) documented[m[1]] = m[2];
+    if (std::regex_search(line, m, row)) documented[m[1]] = m[2].matched ? m[2].str() : "";
   }
   std::map<std::string, std::string> actual;
   for (const auto& o : nb::option_table()) actual[o.name] = o.default_value;

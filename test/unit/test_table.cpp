@@ -14,11 +14,11 @@ TEST_CASE("durations use torch.profiler's units", "[table]") {
 
 TEST_CASE("ranking table matches the golden file", "[table][golden]") {
   std::vector<TableRow> rows = {
-      {"cudaMalloc", 3, 3000, 500, 2000, 0, false, 0},
-      {"cuLaunchKernel", 1000, 2000000, 1000, 9000, 2, false, 0},
+      {"cudaMalloc", 3, 3000, 500, 2000, 0, true, false, 0},
+      {"cuLaunchKernel", 1000, 2000000, 1000, 9000, 2, true, false, 0},
       {"a very long kernel name that goes on and on and on beyond fifty-five characters", 1, 10, 10, 10, 0,
-       false, 0},
-      {"bad\nname\x01", 2, 20, 10, 10, 0, false, 0},
+       true, false, 0},
+      {"bad\nname\x01", 2, 20, 10, 10, 0, true, false, 0},
   };
   TableOptions opt;
   opt.title = "nb: demo (pid 1)";
@@ -39,10 +39,15 @@ TEST_CASE("ranking table matches the golden file", "[table][golden]") {
 }
 
 TEST_CASE("device columns appear once a row has device time", "[table]") {
-  std::vector<TableRow> rows = {{"k", 2, 100, 50, 50, 0, true, 4000}, {"cuLaunchKernel", 2, 100, 50, 50, 0, false, 0}};
+  std::vector<TableRow> rows = {{"k", 2, 0, 0, 0, 0, false, true, 4000},
+                                {"cuLaunchKernel", 2, 100, 50, 50, 0, true, false, 0}};
   TableOptions opt;
   opt.sort = SortKey::DeviceTotal;
   const std::string t = format_ranking_table(rows, opt, {});
   REQUIRE(t.find("Self Device") != std::string::npos);
   REQUIRE(t.find("Self Device time total: 4.000us") != std::string::npos);
+  // Sorted by device time: the kernel first.
+  const size_t k_line = t.find("                                                      k");
+  REQUIRE(k_line != std::string::npos);
+  REQUIRE(k_line < t.find("cuLaunchKernel"));
 }

@@ -1,0 +1,39 @@
+// One piece of device work as CUPTI reported it, reduced to what the outputs
+// need. Times are CLOCK_MONOTONIC nanoseconds: CUPTI reads the host clock
+// through our timestamp callback, so device and host times share a clock.
+#pragma once
+#include <cstdint>
+
+namespace nb {
+
+enum class DeviceKind : uint8_t { Kernel, Memcpy, Memset };
+
+struct DeviceRecord {
+  DeviceKind kind = DeviceKind::Kernel;
+  uint8_t copy_kind = 0;    // CUpti_ActivityMemcpyKind
+  uint8_t src_kind = 0;     // CUpti_ActivityMemoryKind
+  uint8_t dst_kind = 0;
+  uint32_t device = 0;
+  uint32_t context = 0;
+  uint32_t stream = 0;
+  uint32_t correlation = 0;
+  uint32_t name = 0;        // NameTable id: demangled kernel name, or "Memcpy HtoD (...)" etc.
+  uint64_t start = 0;       // monotonic ns
+  uint64_t end = 0;
+  uint64_t bytes = 0;       // copies and sets
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  int32_t registers = 0;
+  int32_t shared_memory = 0;  // static + dynamic
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
+};
+
+// externalId ↔ correlationId, from EXTERNAL_CORRELATION records (join mode
+// "external" only).
+struct ExternalCorrelation {
+  uint64_t external_id = 0;
+  uint32_t correlation = 0;
+};
+
+}  // namespace nb

@@ -1,0 +1,292 @@
+#include "collector/device_tracer.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "collector/clock.h"
+
+namespace nb {
+
+namespace {
+
+constexpr size_t kBufferBytes = 4u << 20;
+constexpr size_t kBufferAlign = 8;  // CUPTI's requirement
+
+DeviceTracer* g_tracer = nullptr;
+
+// CUPTI reads the host clock through this, so device times land on the
+// monotonic clock that the host records are converted against.
+uint64_t CUPTIAPI timestamp() { return monotonic_ns(); }
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  if (g_tracer) g_tracer->on_buffer_request(buffer, size, max_records);
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_size) {
+  if (g_tracer) g_tracer->on_buffer_complete(buffer, valid_size);
+}
+
+const char* memory_kind_name(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
+    default: return "Unknown";
+  }
+}
+
+const char* copy_kind_name(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace
+
+bool DeviceTracer::load(const std::string& cupti_lib, std::string& why) {
+  return load_cupti(cupti_lib, api_, why);
+}
+
+bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
+  external_ = config.external_correlation;
+  max_buffers_ = config.pool_bytes / kBufferBytes;
+  if (max_buffers_ < 2) max_buffers_ = 2;
+  g_tracer = this;
+
+  // The timestamp callback must be in place before any kind is enabled.
+  CUptiResult r = api_.cuptiActivityRegisterTimestampCallback(timestamp);
+  if (r != CUPTI_SUCCESS) {
+    why = "cuptiActivityRegisterTimestampCallback: " + api_.error(r);
+    return false;
+  }
+  r = api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    why = "cuptiActivityRegisterCallbacks: " + api_.error(r);
+    return false;
+  }
+  // CONCURRENT_KERNEL, not KERNEL: the latter serialises kernels.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    r = api_.cuptiActivityEnable(k);
+    if (r != CUPTI_SUCCESS) {
+      why = "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + "): " + api_.error(r);
+      stop();
+      return false;
+    }
+  }
+  if (external_) {
+    r = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    if (r != CUPTI_SUCCESS) {
+      why = "cuptiActivityEnable(EXTERNAL_CORRELATION): " + api_.error(r);
+      stop();
+      return false;
+    }
+  }
+  running_ = true;
+  return true;
+}
+
+void DeviceTracer::stop() {
+  if (api_.cuptiActivityDisable == nullptr) return;
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
+    api_.cuptiActivityDisable(k);
+  }
+  running_ = false;
+}
+
+void DeviceTracer::flush(bool forced) {
+  if (api_.cuptiActivityFlushAll == nullptr) return;
+  api_.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+void DeviceTracer::take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external) {
+  std::lock_guard<std::mutex> lock(mu_);
+  records.swap(queue_);
+  queue_.clear();
+  external.swap(external_queue_);
+  external_queue_.clear();
+}
+
+DeviceTracerCounts DeviceTracer::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+void DeviceTracer::on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  uint8_t* b = nullptr;
+  if (!free_buffers_.empty()) {
+    b = free_buffers_.back();
+    free_buffers_.pop_back();
+  } else if (allocated_buffers_ < max_buffers_) {
+    b = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+    if (b != nullptr) ++allocated_buffers_;
+  }
+  if (b == nullptr) {
+    // No buffer: CUPTI drops what it cannot store and counts it.
+    ++counts_.refused_buffers;
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  *buffer = b;
+  *size = kBufferBytes;
+}
+
+uint32_t DeviceTracer::kernel_name(const char* mangled) {
+  if (mangled == nullptr) return names_.intern("unknown kernel");
+  auto it = kernel_names_.find(mangled);
+  if (it != kernel_names_.end()) return it->second;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  const uint32_t id = names_.intern(status == 0 && demangled ? demangled : mangled);
+  std::free(demangled);
+  kernel_names_.emplace(mangled, id);
+  return id;
+}
+
+uint32_t DeviceTracer::copy_name(uint8_t copy_kind, uint8_t src, uint8_t dst) {
+  const uint32_t key = (1u << 24) | (uint32_t(copy_kind) << 16) | (uint32_t(src) << 8) | dst;
+  auto it = fixed_names_.find(key);
+  if (it != fixed_names_.end()) return it->second;
+  const std::string name = std::string("Memcpy ") + copy_kind_name(copy_kind) + " (" + memory_kind_name(src) +
+                           " -> " + memory_kind_name(dst) + ")";
+  return fixed_names_[key] = names_.intern(name);
+}
+
+uint32_t DeviceTracer::set_name(uint8_t dst) {
+  const uint32_t key = (2u << 24) | dst;
+  auto it = fixed_names_.find(key);
+  if (it != fixed_names_.end()) return it->second;
+  return fixed_names_[key] = names_.intern(std::string("Memset (") + memory_kind_name(dst) + ")");
+}
+
+void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
+  std::vector<DeviceRecord> local;
+  std::vector<ExternalCorrelation> external;
+  uint64_t other = 0;
+  CUpti_Activity* rec = nullptr;
+  // Names are interned here on CUPTI's thread; the maps are only touched
+  // by this callback, which CUPTI does not run concurrently with itself for
+  // one buffer, and by nothing else — but flushes from two threads could, so
+  // the whole conversion holds the mutex for the name maps' sake.
+  std::lock_guard<std::mutex> lock(mu_);
+  while (buffer != nullptr && api_.cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        DeviceRecord d;
+        d.kind = DeviceKind::Kernel;
+        d.device = k->deviceId;
+        d.context = k->contextId;
+        d.stream = k->streamId;
+        d.correlation = k->correlationId;
+        d.start = k->start;
+        d.end = k->end;
+        d.name = kernel_name(k->name);
+        d.grid[0] = k->gridX; d.grid[1] = k->gridY; d.grid[2] = k->gridZ;
+        d.block[0] = k->blockX; d.block[1] = k->blockY; d.block[2] = k->blockZ;
+        d.registers = k->registersPerThread;
+        d.shared_memory = k->staticSharedMemory + k->dynamicSharedMemory;
+        d.graph_id = k->graphId;
+        d.graph_node_id = k->graphNodeId;
+        local.push_back(d);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        DeviceRecord d;
+        d.kind = DeviceKind::Memcpy;
+        d.copy_kind = m->copyKind;
+        d.src_kind = m->srcKind;
+        d.dst_kind = m->dstKind;
+        d.device = m->deviceId;
+        d.context = m->contextId;
+        d.stream = m->streamId;
+        d.correlation = m->correlationId;
+        d.start = m->start;
+        d.end = m->end;
+        d.bytes = m->bytes;
+        d.name = copy_name(m->copyKind, m->srcKind, m->dstKind);
+        d.graph_id = m->graphId;
+        d.graph_node_id = m->graphNodeId;
+        local.push_back(d);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
+        DeviceRecord d;
+        d.kind = DeviceKind::Memcpy;
+        d.copy_kind = m->copyKind;
+        d.src_kind = m->srcKind;
+        d.dst_kind = m->dstKind;
+        d.device = m->deviceId;
+        d.context = m->contextId;
+        d.stream = m->streamId;
+        d.correlation = m->correlationId;
+        d.start = m->start;
+        d.end = m->end;
+        d.bytes = m->bytes;
+        d.name = copy_name(m->copyKind, m->srcKind, m->dstKind);
+        d.graph_id = m->graphId;
+        d.graph_node_id = m->graphNodeId;
+        local.push_back(d);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        DeviceRecord d;
+        d.kind = DeviceKind::Memset;
+        d.dst_kind = static_cast<uint8_t>(m->memoryKind);
+        d.device = m->deviceId;
+        d.context = m->contextId;
+        d.stream = m->streamId;
+        d.correlation = m->correlationId;
+        d.start = m->start;
+        d.end = m->end;
+        d.bytes = m->bytes;
+        d.name = set_name(d.dst_kind);
+        d.graph_id = m->graphId;
+        d.graph_node_id = m->graphNodeId;
+        local.push_back(d);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
+        external.push_back({e->externalId, e->correlationId});
+        break;
+      }
+      default:
+        ++other;
+    }
+  }
+  size_t dropped = 0;
+  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) counts_.cupti_dropped += dropped;
+  counts_.records += local.size();
+  counts_.other_records += other;
+  queue_.insert(queue_.end(), local.begin(), local.end());
+  external_queue_.insert(external_queue_.end(), external.begin(), external.end());
+  if (buffer != nullptr) free_buffers_.push_back(buffer);
+}
+
+}  // namespace nb

@@ -1,0 +1,77 @@
+// Device activity through CUPTI: kernels, copies and sets, on the host
+// clock, delivered in buffers from a bounded pool, converted on CUPTI's
+// buffer thread into DeviceRecords and queued for the collector.
+//
+// One instance per process (CUPTI's callbacks are plain functions).
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/cupti_api.h"
+#include "collector/device_record.h"
+#include "collector/name_table.h"
+
+namespace nb {
+
+struct DeviceTracerConfig {
+  bool external_correlation;  // join mode "external": EXTERNAL_CORRELATION records
+  size_t pool_bytes;          // NB_CUPTI_BUFFERS_MB
+};
+
+struct DeviceTracerCounts {
+  uint64_t records = 0;          // device records delivered
+  uint64_t cupti_dropped = 0;    // cuptiActivityGetNumDroppedRecords
+  uint64_t refused_buffers = 0;  // buffer requests the pool could not serve
+  uint64_t other_records = 0;    // kinds nb does not use
+};
+
+class DeviceTracer {
+ public:
+  explicit DeviceTracer(NameTable& names) : names_(names) {}
+
+  // Loads CUPTI (NB_CUPTI_LIB or the usual places). Nothing is enabled yet.
+  bool load(const std::string& cupti_lib, std::string& why);
+  // Registers the clock and buffers and enables activity. False (with `why`)
+  // leaves CUPTI off.
+  bool enable(const DeviceTracerConfig& config, std::string& why);
+  bool running() const { return running_; }
+  const CuptiApi& api() const { return api_; }
+
+  // Collector thread: hand over complete buffers (forced: also the ones in
+  // flight, after the caller synchronized the device), then take the queue.
+  void flush(bool forced);
+  void take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external);
+  // Stops activity (after a forced flush). Idempotent.
+  void stop();
+
+  DeviceTracerCounts counts() const;
+
+  // CUPTI's callbacks (static functions forward here).
+  void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
+  void on_buffer_complete(uint8_t* buffer, size_t valid_size);
+
+ private:
+  uint32_t kernel_name(const char* mangled);
+  uint32_t copy_name(uint8_t copy_kind, uint8_t src, uint8_t dst);
+  uint32_t set_name(uint8_t dst);
+
+  NameTable& names_;
+  CuptiApi api_;
+  bool running_ = false;
+  bool external_ = false;
+  size_t max_buffers_ = 0;
+
+  mutable std::mutex mu_;  // CUPTI's buffer thread vs the collector
+  std::vector<uint8_t*> free_buffers_;
+  size_t allocated_buffers_ = 0;
+  std::vector<DeviceRecord> queue_;
+  std::vector<ExternalCorrelation> external_queue_;
+  std::unordered_map<const char*, uint32_t> kernel_names_;  // CUPTI's name pointers are stable
+  std::unordered_map<uint32_t, uint32_t> fixed_names_;      // copy/set name keys
+  DeviceTracerCounts counts_;
+};
+
+}  // namespace nb

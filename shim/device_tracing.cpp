@@ -1,0 +1,155 @@
+#include "shim/device_tracing.h"
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include "shim/api.h"
+#include "shim/real_functions.h"
+#include "shim/thread_state.h"
+
+namespace nb::shim {
+
+JoinMode g_join_mode = JoinMode::None;
+
+namespace {
+
+const CuptiApi* g_api = nullptr;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+
+// Runs inside the traced call, on the calling thread: keep the first and the
+// last correlation id CUPTI hands out while the hook's call runs (a runtime
+// call and the driver call inside it may each get one).
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+  const auto* d = static_cast<const CUpti_CallbackData*>(data);
+  if (d == nullptr || d->callbackSite != CUPTI_API_ENTER) return;
+  ThreadState& t = t_state;
+  if (t.corr_first == 0) t.corr_first = d->correlationId;
+  t.corr_last = d->correlationId;
+}
+
+// Names of the hooked calls that can cause device work.
+std::vector<std::string> device_work_apis() {
+  std::vector<std::string> names;
+  for (uint16_t id = 0; id < kApiCount; ++id) {
+    const ApiInfo& a = api_info(id);
+    if (a.kind == Kind::Launch || a.kind == Kind::Graph || a.kind == Kind::Memcpy || a.kind == Kind::Memset) {
+      names.emplace_back(a.symbol);
+    }
+  }
+  return names;
+}
+
+template <typename Fn>
+Fn driver_fn(const char* name) {
+  return reinterpret_cast<Fn>(driver_symbol(name));
+}
+
+}  // namespace
+
+bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why) {
+  JoinMode mode = JoinMode::Callback;
+  if (o.cupti_join == "external") mode = JoinMode::External;
+  if (o.cupti_join == "none") mode = JoinMode::None;
+
+  if (!tracer.load(o.cupti_lib, why)) return false;
+  const CuptiApi& api = tracer.api();
+  g_api = &api;
+
+  // CUPTI (before 13.2) allows one subscriber per process, and its activity
+  // callbacks are process-wide: if a profiler (nsys, another tool) already
+  // holds it, stay out of its way before touching anything. In callback mode
+  // the subscription is also the join.
+  CUptiResult r = api.cuptiSubscribe(&g_subscriber, on_api, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    why = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+              ? "CUPTI is already used by another tool in this process (a profiler?)"
+              : "cuptiSubscribe: " + api.error(r);
+    return false;
+  }
+  if (mode != JoinMode::Callback) {
+    api.cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+  }
+
+  DeviceTracerConfig config{mode == JoinMode::External, o.cupti_buffers_mb << 20};
+  if (!tracer.enable(config, why)) {
+    if (g_subscriber) api.cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+    return false;
+  }
+
+  const auto callbacks = match_callbacks(api, device_work_apis());
+  if (mode == JoinMode::Callback) {
+    for (const CuptiCallback& c : callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
+  } else if (mode == JoinMode::External) {
+    for (const CuptiCallback& c : callbacks) {
+      if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) api.cuptiActivityEnableDriverApi(c.cbid, 1);
+      else api.cuptiActivityEnableRuntimeApi(c.cbid, 1);
+    }
+  }
+  g_join_mode = mode;
+  return true;
+}
+
+void push_external_id(uint64_t id) {
+  g_api->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+void pop_external_id() {
+  uint64_t id = 0;
+  g_api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+void synchronize_current_context() {
+  using GetCurrent = CUresult (*)(CUcontext*);
+  using Sync = CUresult (*)();
+  auto get = driver_fn<GetCurrent>("cuCtxGetCurrent");
+  auto sync = driver_fn<Sync>("cuCtxSynchronize");
+  CUcontext ctx = nullptr;
+  if (get && sync && get(&ctx) == CUDA_SUCCESS && ctx != nullptr) sync();
+}
+
+std::vector<formats::DeviceProperties> query_devices() {
+  using Count = CUresult (*)(int*);
+  using Get = CUresult (*)(CUdevice*, int);
+  using Name = CUresult (*)(char*, int, CUdevice);
+  using Mem = CUresult (*)(size_t*, CUdevice);
+  using Attr = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  auto count = driver_fn<Count>("cuDeviceGetCount");
+  auto get = driver_fn<Get>("cuDeviceGet");
+  auto name = driver_fn<Name>("cuDeviceGetName");
+  auto mem = driver_fn<Mem>("cuDeviceTotalMem_v2");
+  auto attr = driver_fn<Attr>("cuDeviceGetAttribute");
+  std::vector<formats::DeviceProperties> out;
+  int n = 0;
+  if (!count || !get || !name || !mem || !attr || count(&n) != CUDA_SUCCESS) return out;
+  for (int i = 0; i < n; ++i) {
+    CUdevice dev;
+    if (get(&dev, i) != CUDA_SUCCESS) continue;
+    formats::DeviceProperties p;
+    p.id = i;
+    char buf[256] = {};
+    if (name(buf, sizeof buf - 1, dev) == CUDA_SUCCESS) p.name = buf;
+    size_t total = 0;
+    if (mem(&total, dev) == CUDA_SUCCESS) p.total_global_mem = total;
+    const auto a = [&](CUdevice_attribute which) {
+      int v = 0;
+      return attr(&v, which, dev) == CUDA_SUCCESS ? v : 0;
+    };
+    p.compute_major = a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    p.compute_minor = a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    p.max_threads_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    p.max_threads_per_multiprocessor = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    p.regs_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    p.warp_size = a(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    p.shared_mem_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    p.num_sms = a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p.regs_per_multiprocessor = a(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    p.shared_mem_per_block_optin = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    p.shared_mem_per_multiprocessor = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace nb::shim

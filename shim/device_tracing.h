@@ -1,0 +1,29 @@
+// Device time for the shim: starts CUPTI activity (collector/device_tracer)
+// and the join between host records and device records:
+//   callback  CUPTI's callback API on the launch/copy/set calls of the hook
+//             table hands each call's correlation id to the calling thread;
+//             the hook stores it in its record (no activity records for the
+//             API calls themselves, which is what costs).
+//   external  the hook pushes its record id as an external correlation id;
+//             CUPTI reports externalId ↔ correlationId (needs DRIVER/RUNTIME
+//             activity for those calls, enabled per callback id).
+//   none      device records only, no arrows.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "collector/device_tracer.h"
+#include "collector/options.h"
+#include "formats/trace_model.h"
+#include "shim/join.h"
+
+namespace nb::shim {
+
+// Starts device tracing; false (with `why`) means host records only.
+bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why);
+
+// For the collector at the end: wait for the device, describe the devices.
+void synchronize_current_context();
+std::vector<formats::DeviceProperties> query_devices();
+
+}  // namespace nb::shim

@@ -1,0 +1,134 @@
+// Joining host and device records in the trace builder (no CUDA involved).
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "collector/output.h"
+#include "shim/api.h"
+
+using namespace nb;
+
+namespace {
+
+Record host(uint64_t id, uint16_t api, uint64_t start, uint64_t end, uint32_t first, uint32_t last) {
+  Record r{};
+  r.id = id;
+  r.api = api;
+  r.kind = api_info(api).kind;
+  r.tid = 42;
+  r.start = start;
+  r.end = end;
+  r.corr_first = first;
+  r.corr_last = last;
+  r.device = 0;
+  return r;
+}
+
+DeviceRecord kernel(uint32_t corr, uint32_t stream, uint64_t start, uint64_t end, uint32_t name) {
+  DeviceRecord d;
+  d.kind = DeviceKind::Kernel;
+  d.correlation = corr;
+  d.stream = stream;
+  d.start = start;
+  d.end = end;
+  d.name = name;
+  return d;
+}
+
+OutputContext context(const char* join) {
+  OutputContext ctx;
+  ctx.pid = 1000;
+  ctx.program = "t";
+  ctx.time = TimeMap::offset_only(1700000000000000000);
+  ctx.join_mode = join;
+  ctx.device_traced = true;
+  ctx.kernel_names = {"", "kernelA", "kernelB"};
+  return ctx;
+}
+
+std::map<uint64_t, std::vector<formats::Flow>> flows_by_id(const formats::TraceData& t) {
+  std::map<uint64_t, std::vector<formats::Flow>> m;
+  for (const auto& f : t.flows) m[f.id].push_back(f);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("callback join: first or last correlation id of a host call finds its device work", "[join]") {
+  Session s(SessionLimits{});
+  // A runtime launch whose kernel carries the inner (last) id, a driver
+  // launch whose kernel carries its only id, a graph launch with two kernels.
+  s.consume(host(7, kApi_cudaLaunchKernel, 1000, 2000, 10, 11));
+  s.consume(host(8, kApi_cuLaunchKernel, 3000, 4000, 12, 12));
+  s.consume(host(9, kApi_cuGraphLaunch, 5000, 6000, 13, 13));
+  s.consume(kernel(11, 7, 2500, 2600, 1));
+  s.consume(kernel(12, 7, 4500, 4600, 2));
+  s.consume(kernel(13, 13, 6500, 6600, 1));
+  s.consume(kernel(13, 13, 6700, 6800, 1));
+  s.consume(kernel(99, 7, 7000, 7100, 2));  // launched by a call we did not record
+  JoinStats js;
+  const auto t = build_trace(s, context("callback"), &js);
+  CHECK(js.device_records == 5);
+  CHECK(js.joined == 4);
+  const auto flows = flows_by_id(t);
+  CHECK(flows.size() == 4);
+  for (const auto& [id, ends] : flows) {
+    REQUIRE(ends.size() == 2);
+    CHECK(ends[0].start);
+    CHECK_FALSE(ends[1].start);
+    CHECK(ends[0].tid == 42);
+    CHECK(ends[1].ts_ns >= ends[0].ts_ns);
+  }
+  // Host events carry the correlation id their device work matched.
+  std::map<uint64_t, int64_t> host_corr;
+  for (const auto& e : t.events) {
+    if (e.cat != formats::Category::CudaRuntime && e.cat != formats::Category::CudaDriver) continue;
+    uint64_t id = 0;
+    int64_t corr = -1;
+    for (const auto& a : e.args) {
+      if (std::string(a.key) == "External id") id = a.u;
+      if (std::string(a.key) == "correlation") corr = a.i;
+    }
+    host_corr[id] = corr;
+  }
+  CHECK(host_corr[7] == 11);
+  CHECK(host_corr[8] == 12);
+  CHECK(host_corr[9] == 13);
+}
+
+TEST_CASE("external join: external correlation records map device work to host ids", "[join]") {
+  Session s(SessionLimits{});
+  s.consume(host(7, kApi_cuLaunchKernel, 1000, 2000, 0, 0));
+  s.consume(ExternalCorrelation{7, 55});
+  s.consume(kernel(55, 7, 2500, 2600, 1));
+  JoinStats js;
+  const auto t = build_trace(s, context("external"), &js);
+  CHECK(js.joined == 1);
+  CHECK(t.flows.size() == 2);
+}
+
+TEST_CASE("device events: GPU and stream tracks, names, partial overlaps clipped", "[join]") {
+  Session s(SessionLimits{});
+  s.consume(kernel(1, 7, 1000, 2000, 1));
+  s.consume(kernel(2, 7, 1900, 2500, 2));  // crosses the previous box's end
+  s.consume(kernel(3, 9, 1000, 3000, 1));
+  JoinStats js;
+  const auto t = build_trace(s, context("none"), &js);
+  CHECK(js.overlaps_clipped == 1);
+  CHECK(t.flows.empty());
+  bool gpu = false;
+  for (const auto& p : t.processes) gpu |= p.pid == 0 && p.name == "GPU 0";
+  CHECK(gpu);
+  std::map<int64_t, std::string> streams;
+  for (const auto& th : t.threads) {
+    if (th.pid == 0) streams[th.tid] = th.name;
+  }
+  CHECK(streams == std::map<int64_t, std::string>{{7, "stream 7"}, {9, "stream 9"}});
+  const formats::Event* first = nullptr;
+  for (const auto& e : t.events) {
+    if (e.cat == formats::Category::Kernel && e.tid == 7 && e.ts_ns == 1700000000000001000ull) first = &e;
+  }
+  REQUIRE(first != nullptr);
+  CHECK(first->dur_ns == 900);  // clipped to where the next box starts
+  CHECK(t.names[first->name] == "kernelA");
+}
