@@ -358,6 +358,12 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
     e.dur_ns = r.end >= r.start ? ctx.time.duration_ns(r.end - r.start) : 0;
     add_record_args(r, ctx, e.args);
     if (host_corr[i]) e.args.push_back(formats::Arg::integer("correlation", host_corr[i]));
+    if (ctx.debug_args && (r.corr_first || r.corr_last)) {
+      // Which of the ids CUPTI handed out during the call matched (first =
+      // the outermost traced API, last = the innermost): NB_LOG=debug.
+      e.args.push_back(formats::Arg::integer("cupti first", r.corr_first));
+      e.args.push_back(formats::Arg::integer("cupti last", r.corr_last));
+    }
     t.events.push_back(std::move(e));
   }
   t.trace_name = ctx.prefix + ".trace.json";

@@ -33,6 +33,7 @@ struct OutputContext {
   uint64_t device_dropped = 0;             // CUPTI's dropped records + refused buffers
   std::vector<formats::DeviceProperties> devices;
   double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
+  bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
 };
 
 // What joining host and device records found (for the footer and tests).

@@ -68,7 +68,7 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   for (const TableRow& r : rows) {
     host_sum += r.host_total_ns;
     device_sum += r.device_total_ns;
-    calls_sum += r.calls;
+    if (r.has_host) calls_sum += r.calls;  // host calls; device rows count launches again
   }
 
   std::stable_sort(rows.begin(), rows.end(), [&](const TableRow& a, const TableRow& b) {

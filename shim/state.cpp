@@ -190,6 +190,7 @@ bool start_collector() {
   ctx.overwrite = g_options->overwrite;
   ctx.table_rows = g_options->table_rows;
   ctx.table_sort = sort_key(g_options->table_sort);
+  ctx.debug_args = g_options->log <= LogLevel::Debug;
   ctx.record_cost_ns = measure_record_cost_ns();
 
   // Device time: CUPTI is started here, on the first CUDA call and before

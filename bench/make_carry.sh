@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Collects what the GPU machine needs from a build here into .carry/ (git-
+# ignored; name it in the device tool's `carry`), in the build tree's layout
+# so nbprof finds the shim next to it. Also builds the nvcc test binary.
+#
+#   bash bench/make_carry.sh [BUILD_DIR]
+set -euo pipefail
+top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+build=${1:-$top/build}
+c=$top/.carry
+rm -rf "$c"
+mkdir -p "$c/shim" "$c/collector" "$c/scripts" "$c/bench" "$c/test/fake_cuda"
+cp "$build/shim/libnb_shim.so" "$c/shim/"
+cp "$build/collector/nb-options" "$c/collector/"
+cp "$build/scripts/nbprof" "$build/scripts/nb-demo" "$c/scripts/"
+cp "$build/bench/nb-bench-launch" "$build/bench/nb-bench-clock" "$c/bench/"
+cp -a "$build"/test/fake_cuda/lib*.so* "$c/test/fake_cuda/"
+nvcc -O2 -arch=sm_90 -o "$c/bench/cublas_static" "$top/bench/gpu/cublas_static.cu" -lcublas
+grep -qx '/.carry/' "$top/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$top/.git/info/exclude"
+du -sh "$c"
