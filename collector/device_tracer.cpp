@@ -180,6 +180,26 @@ uint32_t DeviceTracer::set_name(uint8_t dst) {
   return fixed_names_[key] = names_.intern(std::string("Memset (") + memory_kind_name(dst) + ")");
 }
 
+template <typename CopyActivity>
+DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
+  DeviceRecord d;
+  d.kind = DeviceKind::Memcpy;
+  d.copy_kind = m.copyKind;
+  d.src_kind = m.srcKind;
+  d.dst_kind = m.dstKind;
+  d.device = m.deviceId;
+  d.context = m.contextId;
+  d.stream = m.streamId;
+  d.correlation = m.correlationId;
+  d.start = m.start;
+  d.end = m.end;
+  d.bytes = m.bytes;
+  d.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
+  d.graph_id = m.graphId;
+  d.graph_node_id = m.graphNodeId;
+  return d;
+}
+
 void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   std::vector<DeviceRecord> local;
   std::vector<ExternalCorrelation> external;
@@ -213,46 +233,12 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         local.push_back(d);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        DeviceRecord d;
-        d.kind = DeviceKind::Memcpy;
-        d.copy_kind = m->copyKind;
-        d.src_kind = m->srcKind;
-        d.dst_kind = m->dstKind;
-        d.device = m->deviceId;
-        d.context = m->contextId;
-        d.stream = m->streamId;
-        d.correlation = m->correlationId;
-        d.start = m->start;
-        d.end = m->end;
-        d.bytes = m->bytes;
-        d.name = copy_name(m->copyKind, m->srcKind, m->dstKind);
-        d.graph_id = m->graphId;
-        d.graph_node_id = m->graphNodeId;
-        local.push_back(d);
+      case CUPTI_ACTIVITY_KIND_MEMCPY:
+        local.push_back(copy_record(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec)));
         break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
-        DeviceRecord d;
-        d.kind = DeviceKind::Memcpy;
-        d.copy_kind = m->copyKind;
-        d.src_kind = m->srcKind;
-        d.dst_kind = m->dstKind;
-        d.device = m->deviceId;
-        d.context = m->contextId;
-        d.stream = m->streamId;
-        d.correlation = m->correlationId;
-        d.start = m->start;
-        d.end = m->end;
-        d.bytes = m->bytes;
-        d.name = copy_name(m->copyKind, m->srcKind, m->dstKind);
-        d.graph_id = m->graphId;
-        d.graph_node_id = m->graphNodeId;
-        local.push_back(d);
+      case CUPTI_ACTIVITY_KIND_MEMCPY2:  // peer copies: the same fields
+        local.push_back(copy_record(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec)));
         break;
-      }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         DeviceRecord d;

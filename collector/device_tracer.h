@@ -56,6 +56,8 @@ class DeviceTracer {
  private:
   uint32_t kernel_name(const char* mangled);
   uint32_t copy_name(uint8_t copy_kind, uint8_t src, uint8_t dst);
+  template <typename CopyActivity>
+  DeviceRecord copy_record(const CopyActivity& m);
   uint32_t set_name(uint8_t dst);
 
   NameTable& names_;

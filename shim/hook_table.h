@@ -18,11 +18,22 @@
 //   params   parenthesised parameter list; args the same names
 //   fill     statements run after the real call with `r` (Record&) and `rc`
 //
+// NB_TWIN(X, sym, ptsym, base, since, ptsince, kind, params, args, fill)
+//   a LEGACY entry and its PTDS twin (_ptsz/_ptds), which share everything
+//   but the symbol and the version their ABI appeared in
+//
 // NB_RUNTIME(sym, display, kind, params, args, fill)
 //   sym      exported symbol of libcudart; display = name shown in outputs
 //
+// NB_RT_TWIN(X, sym, ptsym, kind, params, args, fill)
+//   a runtime function and its per-thread twin, each shown by its symbol
+//
 // Helpers used in fill blocks are in shim/fill_helpers.h.
 // clang-format off
+#define NB_TWIN(X, sym, ptsym, base, since, ptsince, kind, params, args, fill) \
+  X(sym, base, since, LEGACY, kind, params, args, fill)                       \
+  X(ptsym, base, ptsince, PTDS, kind, params, args, fill)
+
 #define NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, st) \
   { r.ptr = reinterpret_cast<uint64_t>(f); r.name = kernel_name(f);                    \
     r.grid[0] = gx; r.grid[1] = gy; r.grid[2] = gz;                                    \
@@ -43,30 +54,18 @@
     (CUdeviceptr* dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags),         \
     { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
       r.flags |= record_flag::kManaged; })                                                     \
-  X(cuMemAllocAsync, "cuMemAllocAsync", 11020, LEGACY, Alloc,                                  \
+  NB_TWIN(X, cuMemAllocAsync, cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 11020, Alloc,     \
     (CUdeviceptr* dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream),         \
     { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
       r.stream = handle(hStream); r.flags |= record_flag::kAsync; })                           \
-  X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, PTDS, Alloc,                               \
-    (CUdeviceptr* dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream),         \
-    { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
-      r.stream = handle(hStream); r.flags |= record_flag::kAsync; })                           \
-  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, LEGACY, Alloc,                  \
-    (CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
-    (dptr, bytesize, pool, hStream),                                                           \
-    { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
-      r.ptr2 = handle(pool); r.stream = handle(hStream); r.flags |= record_flag::kAsync; })    \
-  X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, PTDS, Alloc,               \
+  NB_TWIN(X, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 11020, Alloc, \
     (CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
     (dptr, bytesize, pool, hStream),                                                           \
     { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
       r.ptr2 = handle(pool); r.stream = handle(hStream); r.flags |= record_flag::kAsync; })    \
   X(cuMemFree_v2, "cuMemFree", 3020, ANY, Free,                                                \
     (CUdeviceptr dptr), (dptr), { r.ptr = dptr; })                                             \
-  X(cuMemFreeAsync, "cuMemFreeAsync", 11020, LEGACY, Free,                                     \
-    (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),                                     \
-    { r.ptr = dptr; r.stream = handle(hStream); r.flags |= record_flag::kAsync; })             \
-  X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, PTDS, Free,                                  \
+  NB_TWIN(X, cuMemFreeAsync, cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 11020, Free,         \
     (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),                                     \
     { r.ptr = dptr; r.stream = handle(hStream); r.flags |= record_flag::kAsync; })             \
   /* ---- virtual memory management ---- */                                                    \
@@ -92,199 +91,105 @@
   X(cuMemFreeHost, "cuMemFreeHost", 2000, ANY, HostFree,                                       \
     (void* p), (p), { r.ptr = handle(p); })                                                    \
   /* ---- launches ---- */                                                                     \
-  X(cuLaunchKernel, "cuLaunchKernel", 4000, LEGACY, Launch,                                    \
+  NB_TWIN(X, cuLaunchKernel, cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 7000, Launch,         \
     (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
      unsigned int by, unsigned int bz, unsigned int smem, CUstream hStream, void** params,     \
      void** extra), (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),                 \
     NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, hStream))                              \
-  X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, PTDS, Launch,                                 \
-    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-     unsigned int by, unsigned int bz, unsigned int smem, CUstream hStream, void** params,     \
-     void** extra), (f, gx, gy, gz, bx, by, bz, smem, hStream, params, extra),                 \
-    NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, hStream))                              \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, LEGACY, Launch,                               \
+  NB_TWIN(X, cuLaunchKernelEx, cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 11060, Launch, \
     (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),                 \
     (config, f, params, extra),                                                                \
     NB_LAUNCH_FILL_DRV(f, config->gridDimX, config->gridDimY, config->gridDimZ,                \
                        config->blockDimX, config->blockDimY, config->blockDimZ,                \
                        config->sharedMemBytes, config->hStream))                               \
-  X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, PTDS, Launch,                            \
-    (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),                 \
-    (config, f, params, extra),                                                                \
-    NB_LAUNCH_FILL_DRV(f, config->gridDimX, config->gridDimY, config->gridDimZ,                \
-                       config->blockDimX, config->blockDimY, config->blockDimZ,                \
-                       config->sharedMemBytes, config->hStream))                               \
-  X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, LEGACY, Launch,              \
+  NB_TWIN(X, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, 9000, Launch, \
     (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
      unsigned int by, unsigned int bz, unsigned int smem, CUstream hStream, void** params),    \
     (f, gx, gy, gz, bx, by, bz, smem, hStream, params),                                        \
     NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, hStream))                              \
-  X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, PTDS, Launch,           \
-    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-     unsigned int by, unsigned int bz, unsigned int smem, CUstream hStream, void** params),    \
-    (f, gx, gy, gz, bx, by, bz, smem, hStream, params),                                        \
-    NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, hStream))                              \
-  X(cuLaunchHostFunc, "cuLaunchHostFunc", 10000, LEGACY, Other,                                \
+  NB_TWIN(X, cuLaunchHostFunc, cuLaunchHostFunc_ptsz, "cuLaunchHostFunc", 10000, 10000, Other,  \
     (CUstream hStream, CUhostFn fn, void* userData), (hStream, fn, userData),                  \
     { r.stream = handle(hStream); r.ptr = reinterpret_cast<uint64_t>(fn); })                   \
-  X(cuLaunchHostFunc_ptsz, "cuLaunchHostFunc", 10000, PTDS, Other,                             \
-    (CUstream hStream, CUhostFn fn, void* userData), (hStream, fn, userData),                  \
-    { r.stream = handle(hStream); r.ptr = reinterpret_cast<uint64_t>(fn); })                   \
-  X(cuGraphLaunch, "cuGraphLaunch", 10000, LEGACY, Graph,                                      \
-    (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),                         \
-    { r.ptr = handle(hGraphExec); r.stream = handle(hStream); })                               \
-  X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, PTDS, Graph,                                   \
+  NB_TWIN(X, cuGraphLaunch, cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 10000, Graph,           \
     (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),                         \
     { r.ptr = handle(hGraphExec); r.stream = handle(hStream); })                               \
   /* ---- copies ---- */                                                                       \
-  X(cuMemcpy, "cuMemcpy", 4000, LEGACY, Memcpy,                                                \
+  NB_TWIN(X, cuMemcpy, cuMemcpy_ptds, "cuMemcpy", 4000, 7000, Memcpy,                           \
     (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),                               \
     { copy(r, dst, src, n, CopyKind::Default, nullptr); })                                     \
-  X(cuMemcpy_ptds, "cuMemcpy", 7000, PTDS, Memcpy,                                             \
-    (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),                               \
-    { copy(r, dst, src, n, CopyKind::Default, nullptr); })                                     \
-  X(cuMemcpyAsync, "cuMemcpyAsync", 4000, LEGACY, Memcpy,                                      \
+  NB_TWIN(X, cuMemcpyAsync, cuMemcpyAsync_ptsz, "cuMemcpyAsync", 4000, 7000, Memcpy,            \
     (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
     { copy(r, dst, src, n, CopyKind::Default, hStream); })                                     \
-  X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, PTDS, Memcpy,                                   \
-    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
-    { copy(r, dst, src, n, CopyKind::Default, hStream); })                                     \
-  X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, LEGACY, Memcpy,                                     \
+  NB_TWIN(X, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 3020, 7000, Memcpy,         \
     (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),                               \
     { copy(r, dst, handle(src), n, CopyKind::HtoD, nullptr); })                                \
-  X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 7000, PTDS, Memcpy,                                  \
-    (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),                               \
-    { copy(r, dst, handle(src), n, CopyKind::HtoD, nullptr); })                                \
-  X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, LEGACY, Memcpy,                                     \
+  NB_TWIN(X, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 3020, 7000, Memcpy,         \
     (void* dst, CUdeviceptr src, size_t n), (dst, src, n),                                     \
     { copy(r, handle(dst), src, n, CopyKind::DtoH, nullptr); })                                \
-  X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, PTDS, Memcpy,                                  \
-    (void* dst, CUdeviceptr src, size_t n), (dst, src, n),                                     \
-    { copy(r, handle(dst), src, n, CopyKind::DtoH, nullptr); })                                \
-  X(cuMemcpyDtoD_v2, "cuMemcpyDtoD", 3020, LEGACY, Memcpy,                                     \
+  NB_TWIN(X, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 3020, 7000, Memcpy,         \
     (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),                               \
     { copy(r, dst, src, n, CopyKind::DtoD, nullptr); })                                        \
-  X(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 7000, PTDS, Memcpy,                                  \
-    (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),                               \
-    { copy(r, dst, src, n, CopyKind::DtoD, nullptr); })                                        \
-  X(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", 3020, LEGACY, Memcpy,                           \
+  NB_TWIN(X, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 3020, 7000, Memcpy, \
     (CUdeviceptr dst, const void* src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
     { copy(r, dst, handle(src), n, CopyKind::HtoD, hStream); })                                \
-  X(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 7000, PTDS, Memcpy,                        \
-    (CUdeviceptr dst, const void* src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
-    { copy(r, dst, handle(src), n, CopyKind::HtoD, hStream); })                                \
-  X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, LEGACY, Memcpy,                           \
+  NB_TWIN(X, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 3020, 7000, Memcpy, \
     (void* dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),         \
     { copy(r, handle(dst), src, n, CopyKind::DtoH, hStream); })                                \
-  X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, PTDS, Memcpy,                        \
-    (void* dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),         \
-    { copy(r, handle(dst), src, n, CopyKind::DtoH, hStream); })                                \
-  X(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", 3020, LEGACY, Memcpy,                           \
+  NB_TWIN(X, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 3020, 7000, Memcpy, \
     (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
     { copy(r, dst, src, n, CopyKind::DtoD, hStream); })                                        \
-  X(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 7000, PTDS, Memcpy,                        \
-    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), (dst, src, n, hStream),   \
-    { copy(r, dst, src, n, CopyKind::DtoD, hStream); })                                        \
-  X(cuMemcpy2D_v2, "cuMemcpy2D", 3020, LEGACY, Memcpy,                                         \
+  NB_TWIN(X, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, "cuMemcpy2D", 3020, 7000, Memcpy,               \
     (const CUDA_MEMCPY2D* p), (p), { copy2d(r, p, nullptr); })                                 \
-  X(cuMemcpy2D_v2_ptds, "cuMemcpy2D", 7000, PTDS, Memcpy,                                      \
+  NB_TWIN(X, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, "cuMemcpy2DUnaligned", 3020, 7000, Memcpy, \
     (const CUDA_MEMCPY2D* p), (p), { copy2d(r, p, nullptr); })                                 \
-  X(cuMemcpy2DUnaligned_v2, "cuMemcpy2DUnaligned", 3020, LEGACY, Memcpy,                       \
-    (const CUDA_MEMCPY2D* p), (p), { copy2d(r, p, nullptr); })                                 \
-  X(cuMemcpy2DUnaligned_v2_ptds, "cuMemcpy2DUnaligned", 7000, PTDS, Memcpy,                    \
-    (const CUDA_MEMCPY2D* p), (p), { copy2d(r, p, nullptr); })                                 \
-  X(cuMemcpy2DAsync_v2, "cuMemcpy2DAsync", 3020, LEGACY, Memcpy,                               \
+  NB_TWIN(X, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, "cuMemcpy2DAsync", 3020, 7000, Memcpy, \
     (const CUDA_MEMCPY2D* p, CUstream hStream), (p, hStream), { copy2d(r, p, hStream); })      \
-  X(cuMemcpy2DAsync_v2_ptsz, "cuMemcpy2DAsync", 7000, PTDS, Memcpy,                            \
-    (const CUDA_MEMCPY2D* p, CUstream hStream), (p, hStream), { copy2d(r, p, hStream); })      \
-  X(cuMemcpy3D_v2, "cuMemcpy3D", 3020, LEGACY, Memcpy,                                         \
+  NB_TWIN(X, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, "cuMemcpy3D", 3020, 7000, Memcpy,               \
     (const CUDA_MEMCPY3D* p), (p), { copy3d(r, p, nullptr); })                                 \
-  X(cuMemcpy3D_v2_ptds, "cuMemcpy3D", 7000, PTDS, Memcpy,                                      \
-    (const CUDA_MEMCPY3D* p), (p), { copy3d(r, p, nullptr); })                                 \
-  X(cuMemcpy3DAsync_v2, "cuMemcpy3DAsync", 3020, LEGACY, Memcpy,                               \
+  NB_TWIN(X, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync", 3020, 7000, Memcpy, \
     (const CUDA_MEMCPY3D* p, CUstream hStream), (p, hStream), { copy3d(r, p, hStream); })      \
-  X(cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync", 7000, PTDS, Memcpy,                            \
-    (const CUDA_MEMCPY3D* p, CUstream hStream), (p, hStream), { copy3d(r, p, hStream); })      \
-  X(cuMemcpyPeer, "cuMemcpyPeer", 4000, LEGACY, Memcpy,                                        \
+  NB_TWIN(X, cuMemcpyPeer, cuMemcpyPeer_ptds, "cuMemcpyPeer", 4000, 7000, Memcpy,               \
     (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n),              \
     (dst, dctx, src, sctx, n), { copy(r, dst, src, n, CopyKind::Peer, nullptr); })             \
-  X(cuMemcpyPeer_ptds, "cuMemcpyPeer", 7000, PTDS, Memcpy,                                     \
-    (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n),              \
-    (dst, dctx, src, sctx, n), { copy(r, dst, src, n, CopyKind::Peer, nullptr); })             \
-  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, LEGACY, Memcpy,                              \
-    (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream hStream), \
-    (dst, dctx, src, sctx, n, hStream), { copy(r, dst, src, n, CopyKind::Peer, hStream); })    \
-  X(cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync", 7000, PTDS, Memcpy,                           \
+  NB_TWIN(X, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync", 4000, 7000, Memcpy, \
     (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream hStream), \
     (dst, dctx, src, sctx, n, hStream), { copy(r, dst, src, n, CopyKind::Peer, hStream); })    \
   /* ---- sets ---- */                                                                         \
-  X(cuMemsetD8_v2, "cuMemsetD8", 3020, LEGACY, Memset,                                         \
+  NB_TWIN(X, cuMemsetD8_v2, cuMemsetD8_v2_ptds, "cuMemsetD8", 3020, 7000, Memset,               \
     (CUdeviceptr dst, unsigned char v, size_t n), (dst, v, n), { set(r, dst, n, nullptr); })   \
-  X(cuMemsetD8_v2_ptds, "cuMemsetD8", 7000, PTDS, Memset,                                      \
-    (CUdeviceptr dst, unsigned char v, size_t n), (dst, v, n), { set(r, dst, n, nullptr); })   \
-  X(cuMemsetD16_v2, "cuMemsetD16", 3020, LEGACY, Memset,                                       \
+  NB_TWIN(X, cuMemsetD16_v2, cuMemsetD16_v2_ptds, "cuMemsetD16", 3020, 7000, Memset,            \
     (CUdeviceptr dst, unsigned short v, size_t n), (dst, v, n), { set(r, dst, 2 * n, nullptr); }) \
-  X(cuMemsetD16_v2_ptds, "cuMemsetD16", 7000, PTDS, Memset,                                    \
-    (CUdeviceptr dst, unsigned short v, size_t n), (dst, v, n), { set(r, dst, 2 * n, nullptr); }) \
-  X(cuMemsetD32_v2, "cuMemsetD32", 3020, LEGACY, Memset,                                       \
+  NB_TWIN(X, cuMemsetD32_v2, cuMemsetD32_v2_ptds, "cuMemsetD32", 3020, 7000, Memset,            \
     (CUdeviceptr dst, unsigned int v, size_t n), (dst, v, n), { set(r, dst, 4 * n, nullptr); }) \
-  X(cuMemsetD32_v2_ptds, "cuMemsetD32", 7000, PTDS, Memset,                                    \
-    (CUdeviceptr dst, unsigned int v, size_t n), (dst, v, n), { set(r, dst, 4 * n, nullptr); }) \
-  X(cuMemsetD2D8_v2, "cuMemsetD2D8", 3020, LEGACY, Memset,                                     \
+  NB_TWIN(X, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds, "cuMemsetD2D8", 3020, 7000, Memset,         \
     (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h), (dst, pitch, v, w, h), \
     { set(r, dst, w * h, nullptr); })                                                          \
-  X(cuMemsetD2D8_v2_ptds, "cuMemsetD2D8", 7000, PTDS, Memset,                                  \
-    (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h), (dst, pitch, v, w, h), \
-    { set(r, dst, w * h, nullptr); })                                                          \
-  X(cuMemsetD2D16_v2, "cuMemsetD2D16", 3020, LEGACY, Memset,                                   \
+  NB_TWIN(X, cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds, "cuMemsetD2D16", 3020, 7000, Memset,      \
     (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h), (dst, pitch, v, w, h), \
     { set(r, dst, 2 * w * h, nullptr); })                                                      \
-  X(cuMemsetD2D16_v2_ptds, "cuMemsetD2D16", 7000, PTDS, Memset,                                \
-    (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h), (dst, pitch, v, w, h), \
-    { set(r, dst, 2 * w * h, nullptr); })                                                      \
-  X(cuMemsetD2D32_v2, "cuMemsetD2D32", 3020, LEGACY, Memset,                                   \
+  NB_TWIN(X, cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds, "cuMemsetD2D32", 3020, 7000, Memset,      \
     (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h), (dst, pitch, v, w, h), \
     { set(r, dst, 4 * w * h, nullptr); })                                                      \
-  X(cuMemsetD2D32_v2_ptds, "cuMemsetD2D32", 7000, PTDS, Memset,                                \
-    (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h), (dst, pitch, v, w, h), \
-    { set(r, dst, 4 * w * h, nullptr); })                                                      \
-  X(cuMemsetD8Async, "cuMemsetD8Async", 3020, LEGACY, Memset,                                  \
+  NB_TWIN(X, cuMemsetD8Async, cuMemsetD8Async_ptsz, "cuMemsetD8Async", 3020, 7000, Memset,      \
     (CUdeviceptr dst, unsigned char v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, n, s); }) \
-  X(cuMemsetD8Async_ptsz, "cuMemsetD8Async", 7000, PTDS, Memset,                               \
-    (CUdeviceptr dst, unsigned char v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, n, s); }) \
-  X(cuMemsetD16Async, "cuMemsetD16Async", 3020, LEGACY, Memset,                                \
+  NB_TWIN(X, cuMemsetD16Async, cuMemsetD16Async_ptsz, "cuMemsetD16Async", 3020, 7000, Memset,   \
     (CUdeviceptr dst, unsigned short v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, 2 * n, s); }) \
-  X(cuMemsetD16Async_ptsz, "cuMemsetD16Async", 7000, PTDS, Memset,                             \
-    (CUdeviceptr dst, unsigned short v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, 2 * n, s); }) \
-  X(cuMemsetD32Async, "cuMemsetD32Async", 3020, LEGACY, Memset,                                \
+  NB_TWIN(X, cuMemsetD32Async, cuMemsetD32Async_ptsz, "cuMemsetD32Async", 3020, 7000, Memset,   \
     (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, 4 * n, s); }) \
-  X(cuMemsetD32Async_ptsz, "cuMemsetD32Async", 7000, PTDS, Memset,                             \
-    (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), (dst, v, n, s), { set(r, dst, 4 * n, s); }) \
-  X(cuMemsetD2D8Async, "cuMemsetD2D8Async", 3020, LEGACY, Memset,                              \
+  NB_TWIN(X, cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz, "cuMemsetD2D8Async", 3020, 7000, Memset, \
     (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s),          \
     (dst, pitch, v, w, h, s), { set(r, dst, w * h, s); })                                      \
-  X(cuMemsetD2D8Async_ptsz, "cuMemsetD2D8Async", 7000, PTDS, Memset,                           \
-    (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s),          \
-    (dst, pitch, v, w, h, s), { set(r, dst, w * h, s); })                                      \
-  X(cuMemsetD2D16Async, "cuMemsetD2D16Async", 3020, LEGACY, Memset,                            \
+  NB_TWIN(X, cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz, "cuMemsetD2D16Async", 3020, 7000, Memset, \
     (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s),         \
     (dst, pitch, v, w, h, s), { set(r, dst, 2 * w * h, s); })                                  \
-  X(cuMemsetD2D16Async_ptsz, "cuMemsetD2D16Async", 7000, PTDS, Memset,                         \
-    (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s),         \
-    (dst, pitch, v, w, h, s), { set(r, dst, 2 * w * h, s); })                                  \
-  X(cuMemsetD2D32Async, "cuMemsetD2D32Async", 3020, LEGACY, Memset,                            \
-    (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),           \
-    (dst, pitch, v, w, h, s), { set(r, dst, 4 * w * h, s); })                                  \
-  X(cuMemsetD2D32Async_ptsz, "cuMemsetD2D32Async", 7000, PTDS, Memset,                         \
+  NB_TWIN(X, cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz, "cuMemsetD2D32Async", 3020, 7000, Memset, \
     (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),           \
     (dst, pitch, v, w, h, s), { set(r, dst, 4 * w * h, s); })                                  \
   /* ---- synchronisation ---- */                                                              \
   X(cuCtxSynchronize, "cuCtxSynchronize", 2000, ANY, Sync, (), (), {})                         \
   X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, ANY, Sync,                                 \
     (CUcontext ctx), (ctx), { r.ptr = handle(ctx); })                                          \
-  X(cuStreamSynchronize, "cuStreamSynchronize", 2000, LEGACY, Sync,                            \
-    (CUstream hStream), (hStream), { r.stream = handle(hStream); })                            \
-  X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, PTDS, Sync,                         \
+  NB_TWIN(X, cuStreamSynchronize, cuStreamSynchronize_ptsz, "cuStreamSynchronize", 2000, 7000, Sync, \
     (CUstream hStream), (hStream), { r.stream = handle(hStream); })                            \
   X(cuEventSynchronize, "cuEventSynchronize", 2000, ANY, Sync,                                 \
     (CUevent hEvent), (hEvent), { r.ptr = handle(hEvent); })                                   \
@@ -294,6 +199,10 @@
     (CUmodule hmod), (hmod), { r.ptr = handle(hmod); forget_kernel_names(); })                 \
   X(cuLibraryUnload, "cuLibraryUnload", 12000, ANY, Module,                                    \
     (CUlibrary lib), (lib), { r.ptr = handle(lib); forget_kernel_names(); })
+
+#define NB_RT_TWIN(X, sym, ptsym, kind, params, args, fill) \
+  X(sym, #sym, kind, params, args, fill)                    \
+  X(ptsym, #ptsym, kind, params, args, fill)
 
 #define NB_RT_LAUNCH_FILL(func, g, b, smem, st)                                                \
   { r.ptr = handle(func); if (r.name == 0) r.name = stub_name(func);                          \
@@ -306,25 +215,15 @@
   X(cudaMalloc, "cudaMalloc", Alloc, (void** devPtr, size_t size), (devPtr, size),             \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*devPtr) : 0; r.device = current_device(); })  \
   X(cudaFree, "cudaFree", Free, (void* devPtr), (devPtr), { r.ptr = handle(devPtr); })          \
-  X(cudaMallocAsync, "cudaMallocAsync", Alloc,                                                 \
+  NB_RT_TWIN(X, cudaMallocAsync, cudaMallocAsync_ptsz, Alloc,                                   \
     (void** devPtr, size_t size, cudaStream_t s), (devPtr, size, s),                           \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*devPtr) : 0; r.device = current_device();      \
       r.stream = handle(s); r.flags |= record_flag::kAsync; })                                 \
-  X(cudaMallocAsync_ptsz, "cudaMallocAsync_ptsz", Alloc,                                       \
-    (void** devPtr, size_t size, cudaStream_t s), (devPtr, size, s),                           \
-    { r.bytes = size; r.ptr = rc == 0 ? handle(*devPtr) : 0; r.device = current_device();      \
-      r.stream = handle(s); r.flags |= record_flag::kAsync; })                                 \
-  X(cudaMallocFromPoolAsync, "cudaMallocFromPoolAsync", Alloc,                                 \
+  NB_RT_TWIN(X, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync_ptsz, Alloc,                   \
     (void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t s), (ptr, size, pool, s),       \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*ptr) : 0; r.device = current_device();         \
       r.ptr2 = handle(pool); r.stream = handle(s); r.flags |= record_flag::kAsync; })          \
-  X(cudaMallocFromPoolAsync_ptsz, "cudaMallocFromPoolAsync_ptsz", Alloc,                       \
-    (void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t s), (ptr, size, pool, s),       \
-    { r.bytes = size; r.ptr = rc == 0 ? handle(*ptr) : 0; r.device = current_device();         \
-      r.ptr2 = handle(pool); r.stream = handle(s); r.flags |= record_flag::kAsync; })          \
-  X(cudaFreeAsync, "cudaFreeAsync", Free, (void* devPtr, cudaStream_t s), (devPtr, s),         \
-    { r.ptr = handle(devPtr); r.stream = handle(s); r.flags |= record_flag::kAsync; })         \
-  X(cudaFreeAsync_ptsz, "cudaFreeAsync_ptsz", Free, (void* devPtr, cudaStream_t s), (devPtr, s), \
+  NB_RT_TWIN(X, cudaFreeAsync, cudaFreeAsync_ptsz, Free, (void* devPtr, cudaStream_t s), (devPtr, s), \
     { r.ptr = handle(devPtr); r.stream = handle(s); r.flags |= record_flag::kAsync; })         \
   X(cudaMallocManaged, "cudaMallocManaged", Alloc,                                             \
     (void** devPtr, size_t size, unsigned int flags), (devPtr, size, flags),                   \
@@ -341,10 +240,7 @@
     (p, size, flags), { r.bytes = size; r.ptr = rc == 0 ? handle(*p) : 0; })                   \
   X(cudaFreeHost, "cudaFreeHost", HostFree, (void* p), (p), { r.ptr = handle(p); })            \
   /* ---- launches ---- */                                                                     \
-  X(cudaLaunchKernel, "cudaLaunchKernel", Launch,                                              \
-    (const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),              \
-    (func, g, b, args, smem, s), NB_RT_LAUNCH_FILL(func, g, b, smem, s))                       \
-  X(cudaLaunchKernel_ptsz, "cudaLaunchKernel_ptsz", Launch,                                    \
+  NB_RT_TWIN(X, cudaLaunchKernel, cudaLaunchKernel_ptsz, Launch,                                \
     (const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),              \
     (func, g, b, args, smem, s), NB_RT_LAUNCH_FILL(func, g, b, smem, s))                       \
   /* CUDA 13 kernel stubs call these instead of cudaLaunchKernel (host_runtime.h). */          \
@@ -358,18 +254,11 @@
     (k, g, b, args, smem, s),                                                                  \
     { if (r.name == 0) r.name = kernel_name(reinterpret_cast<CUkernel>(k));                    \
       NB_RT_LAUNCH_FILL(k, g, b, smem, s) })                                                   \
-  X(cudaLaunchKernelExC, "cudaLaunchKernelExC", Launch,                                        \
+  NB_RT_TWIN(X, cudaLaunchKernelExC, cudaLaunchKernelExC_ptsz, Launch,                          \
     (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),   \
     NB_RT_LAUNCH_FILL(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,       \
                       config->stream))                                                         \
-  X(cudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz", Launch,                              \
-    (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),   \
-    NB_RT_LAUNCH_FILL(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,       \
-                      config->stream))                                                         \
-  X(cudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel", Launch,                        \
-    (const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),              \
-    (func, g, b, args, smem, s), NB_RT_LAUNCH_FILL(func, g, b, smem, s))                       \
-  X(cudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz", Launch,              \
+  NB_RT_TWIN(X, cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel_ptsz, Launch,          \
     (const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),              \
     (func, g, b, args, smem, s), NB_RT_LAUNCH_FILL(func, g, b, smem, s))                       \
   X(cudaGraphLaunch, "cudaGraphLaunch", Graph, (cudaGraphExec_t e, cudaStream_t s), (e, s),    \
@@ -377,29 +266,16 @@
   X(cudaGraphLaunch_ptsz, "cudaGraphLaunch_ptsz", Graph, (cudaGraphExec_t e, cudaStream_t s),  \
     (e, s), { r.ptr = handle(e); r.stream = handle(s); })                                      \
   /* ---- copies and sets ---- */                                                              \
-  X(cudaMemcpy, "cudaMemcpy", Memcpy,                                                          \
+  NB_RT_TWIN(X, cudaMemcpy, cudaMemcpy_ptds, Memcpy,                                            \
     (void* dst, const void* src, size_t n, cudaMemcpyKind k), (dst, src, n, k),                \
     { copy(r, handle(dst), handle(src), n, rt_copy_kind(k), nullptr); })                       \
-  X(cudaMemcpy_ptds, "cudaMemcpy_ptds", Memcpy,                                                \
-    (void* dst, const void* src, size_t n, cudaMemcpyKind k), (dst, src, n, k),                \
-    { copy(r, handle(dst), handle(src), n, rt_copy_kind(k), nullptr); })                       \
-  X(cudaMemcpyAsync, "cudaMemcpyAsync", Memcpy,                                                \
+  NB_RT_TWIN(X, cudaMemcpyAsync, cudaMemcpyAsync_ptsz, Memcpy,                                  \
     (void* dst, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s), (dst, src, n, k, s), \
     { copy(r, handle(dst), handle(src), n, rt_copy_kind(k), s); })                             \
-  X(cudaMemcpyAsync_ptsz, "cudaMemcpyAsync_ptsz", Memcpy,                                      \
-    (void* dst, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s), (dst, src, n, k, s), \
-    { copy(r, handle(dst), handle(src), n, rt_copy_kind(k), s); })                             \
-  X(cudaMemcpy2D, "cudaMemcpy2D", Memcpy,                                                      \
+  NB_RT_TWIN(X, cudaMemcpy2D, cudaMemcpy2D_ptds, Memcpy,                                        \
     (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),  \
     (dst, dp, src, sp, w, h, k), { copy(r, handle(dst), handle(src), w * h, rt_copy_kind(k), nullptr); }) \
-  X(cudaMemcpy2D_ptds, "cudaMemcpy2D_ptds", Memcpy,                                            \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),  \
-    (dst, dp, src, sp, w, h, k), { copy(r, handle(dst), handle(src), w * h, rt_copy_kind(k), nullptr); }) \
-  X(cudaMemcpy2DAsync, "cudaMemcpy2DAsync", Memcpy,                                            \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k,   \
-     cudaStream_t s), (dst, dp, src, sp, w, h, k, s),                                          \
-    { copy(r, handle(dst), handle(src), w * h, rt_copy_kind(k), s); })                         \
-  X(cudaMemcpy2DAsync_ptsz, "cudaMemcpy2DAsync_ptsz", Memcpy,                                  \
+  NB_RT_TWIN(X, cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz, Memcpy,                              \
     (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k,   \
      cudaStream_t s), (dst, dp, src, sp, w, h, k, s),                                          \
     { copy(r, handle(dst), handle(src), w * h, rt_copy_kind(k), s); })                         \
@@ -409,9 +285,7 @@
   X(cudaMemcpyPeerAsync, "cudaMemcpyPeerAsync", Memcpy,                                        \
     (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s), (dst, dd, src, sd, n, s), \
     { copy(r, handle(dst), handle(src), n, CopyKind::Peer, s); })                              \
-  X(cudaMemset, "cudaMemset", Memset, (void* p, int v, size_t n), (p, v, n),                   \
-    { set(r, handle(p), n, nullptr); })                                                        \
-  X(cudaMemset_ptds, "cudaMemset_ptds", Memset, (void* p, int v, size_t n), (p, v, n),         \
+  NB_RT_TWIN(X, cudaMemset, cudaMemset_ptds, Memset, (void* p, int v, size_t n), (p, v, n),     \
     { set(r, handle(p), n, nullptr); })                                                        \
   X(cudaMemsetAsync, "cudaMemsetAsync", Memset, (void* p, int v, size_t n, cudaStream_t s),    \
     (p, v, n, s), { set(r, handle(p), n, s); })                                                \
@@ -419,9 +293,7 @@
     (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s), { set(r, handle(p), n, s); })    \
   /* ---- synchronisation ---- */                                                              \
   X(cudaDeviceSynchronize, "cudaDeviceSynchronize", Sync, (), (), {})                          \
-  X(cudaStreamSynchronize, "cudaStreamSynchronize", Sync, (cudaStream_t s), (s),               \
-    { r.stream = handle(s); })                                                                 \
-  X(cudaStreamSynchronize_ptsz, "cudaStreamSynchronize_ptsz", Sync, (cudaStream_t s), (s),     \
+  NB_RT_TWIN(X, cudaStreamSynchronize, cudaStreamSynchronize_ptsz, Sync, (cudaStream_t s), (s), \
     { r.stream = handle(s); })                                                                 \
   X(cudaEventSynchronize, "cudaEventSynchronize", Sync, (cudaEvent_t e), (e),                  \
     { r.ptr = handle(e); })

@@ -40,16 +40,19 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
 #undef NB_DECLARE_DRIVER
 #undef NB_DECLARE_RUNTIME
 
-#define NB_DEFINE_DRIVER(sym, base, since, variant, kind, params, args, fill)              \
-  extern "C" NB_EXPORT CUresult CUDAAPI sym params {                                      \
+// One wrapper. `Ret`/`error` are the API's result type and what it returns
+// when the real function cannot be found; `level` tells a runtime hook from a
+// driver hook (a driver call inside a runtime call annotates the latter).
+#define NB_DEFINE_HOOK(Ret, CALLCONV, error, level, sym, kind, params, args, fill)           \
+  extern "C" NB_EXPORT Ret CALLCONV sym params {                                           \
     using namespace nb;                                                                    \
     using namespace nb::shim;                                                              \
-    using Fn = CUresult(CUDAAPI*) params;                                                  \
+    using Fn = Ret(CALLCONV*) params;                                                      \
     const auto real = reinterpret_cast<Fn>(real_fn(kApi_##sym));                           \
-    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;                                \
-    HookScope scope(kApi_##sym, Kind::kind, Level::Driver);                                \
+    if (real == nullptr) return error;                                                     \
+    HookScope scope(kApi_##sym, Kind::kind, level);                                        \
     if (!scope.active()) return real args;                                                 \
-    const CUresult rc = real args;                                                         \
+    const Ret rc = real args;                                                              \
     scope.finish(rc);                                                                      \
     if (Record* target = scope.target()) {                                                 \
       Record& r = *target;                                                                 \
@@ -59,26 +62,11 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
     }                                                                                      \
     return rc;                                                                             \
   }
-
-#define NB_DEFINE_RUNTIME(sym, display, kind, params, args, fill)                          \
-  extern "C" NB_EXPORT cudaError_t CUDARTAPI sym params {                                 \
-    using namespace nb;                                                                    \
-    using namespace nb::shim;                                                              \
-    using Fn = cudaError_t(CUDARTAPI*) params;                                             \
-    const auto real = reinterpret_cast<Fn>(real_fn(kApi_##sym));                           \
-    if (real == nullptr) return cudaErrorInitializationError;                              \
-    HookScope scope(kApi_##sym, Kind::kind, Level::Runtime);                               \
-    if (!scope.active()) return real args;                                                 \
-    const cudaError_t rc = real args;                                                      \
-    scope.finish(rc);                                                                      \
-    if (Record* target = scope.target()) {                                                 \
-      Record& r = *target;                                                                 \
-      (void)r;                                                                             \
-      fill;                                                                                \
-      note_oom(scope, rc);                                                                 \
-    }                                                                                      \
-    return rc;                                                                             \
-  }
+#define NB_DEFINE_DRIVER(sym, base, since, variant, kind, params, args, fill) \
+  NB_DEFINE_HOOK(CUresult, CUDAAPI, CUDA_ERROR_NOT_INITIALIZED, Level::Driver, sym, kind, params, args, fill)
+#define NB_DEFINE_RUNTIME(sym, display, kind, params, args, fill)                                           \
+  NB_DEFINE_HOOK(cudaError_t, CUDARTAPI, cudaErrorInitializationError, Level::Runtime, sym, kind, params, args, \
+                 fill)
 
 NB_DRIVER_HOOKS(NB_DEFINE_DRIVER)
 NB_RUNTIME_HOOKS(NB_DEFINE_RUNTIME)
