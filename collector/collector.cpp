@@ -58,6 +58,9 @@ size_t Collector::drain_once() {
     n += got;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
   });
+  // Memory records older than the horizon cannot be overtaken by one still
+  // in flight on another thread (assuming no call is in flight longer).
+  session_.apply_memory(memory_horizon());
   if (tracer_) {
     // CUPTI hands over full buffers on its own; ask for partly filled ones
     // now and then so device records do not wait for the end.
@@ -71,6 +74,17 @@ size_t Collector::drain_once() {
   return n;
 }
 
+uint64_t Collector::memory_horizon() const {
+  constexpr uint64_t kLagNs = 100000000;  // 100 ms
+  const ClockAnchor now = read_anchor();
+  if (now.mono_ns <= start_anchor_.mono_ns + kLagNs) return 0;
+  if (!g_ticks_are_tsc) return now.ticks - kLagNs;
+  // Ticks per ns from the start anchor: a rough rate is enough for a lag.
+  const double rate = static_cast<double>(now.ticks - start_anchor_.ticks) /
+                      static_cast<double>(now.mono_ns - start_anchor_.mono_ns);
+  return now.ticks - static_cast<uint64_t>(rate * kLagNs);
+}
+
 void Collector::take_device_records() {
   std::vector<DeviceRecord> records;
   std::vector<ExternalCorrelation> external;
@@ -80,7 +94,7 @@ void Collector::take_device_records() {
 }
 
 uint64_t Collector::dropped() const {
-  uint64_t d = registry_.failed_acquires();
+  uint64_t d = registry_.failed_acquires() + (hooks_.extra_dropped ? hooks_.extra_dropped() : 0);
   const_cast<ThreadRegistry&>(registry_).for_each([&](ThreadSlot& s) { d += s.ring.dropped(); });
   return d;
 }
@@ -117,6 +131,7 @@ void Collector::finish() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   drain_once();
+  session_.apply_all_memory();
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): let the
     // device finish, force out the last buffers, stop CUPTI.
@@ -126,6 +141,13 @@ void Collector::finish() {
     tracer_->stop();
     const DeviceTracerCounts c = tracer_->counts();
     context_.device_dropped = c.cupti_dropped;
+    if (c.incomplete) {
+      context_.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
+                               std::to_string(c.incomplete));
+    }
+    if (c.failed_buffers) {
+      context_.notes.push_back("CUPTI buffers only partly kept (out of memory): " + std::to_string(c.failed_buffers));
+    }
     if (c.refused_buffers) {
       context_.notes.push_back("CUPTI buffer requests refused (NB_CUPTI_BUFFERS_MB reached): " +
                                std::to_string(c.refused_buffers));
@@ -142,6 +164,12 @@ void Collector::finish() {
   }
   context_.time = TimeMap::between(start_anchor_, end);
   context_.dropped = dropped();
+  uint64_t in_rings = 0;
+  registry_.for_each([&](ThreadSlot& slot) { in_rings += slot.ring.dropped(); });
+  const uint64_t at_start = hooks_.extra_dropped ? hooks_.extra_dropped() : 0;
+  if (in_rings) context_.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
+  if (at_start) context_.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
+  if (registry_.failed_acquires()) context_.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));
   if (failed_passes_) {
     context_.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
                              " times; records of those passes may be missing or counted twice");
@@ -157,10 +185,7 @@ void Collector::finish() {
   std::string where;
   for (const std::string& w : res.written) where += (where.empty() ? "" : ", ") + w;
   if (!where.empty()) log::print("nb: wrote " + where + "\n");
-  if (context_.dropped) {
-    log::warn(std::to_string(context_.dropped) +
-              " records dropped (thread rings full; raise NB_RING_RECORDS)");
-  }
+  if (context_.dropped) log::warn(std::to_string(context_.dropped) + " records dropped (the table's footer says why)");
 }
 
 }  // namespace nb

@@ -22,6 +22,7 @@ namespace nb {
 struct CollectorHooks {
   std::function<void()> synchronize;  // wait for the device before the final flush
   std::function<std::vector<formats::DeviceProperties>()> devices;
+  std::function<uint64_t()> extra_dropped;  // records the shim lost before they reached a ring
 };
 
 class Collector {
@@ -45,6 +46,7 @@ class Collector {
  private:
   void run();
   void take_device_records();
+  uint64_t memory_horizon() const;
 
   const Options options_;
   ThreadRegistry& registry_;

@@ -2,6 +2,8 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -20,12 +22,19 @@ DeviceTracer* g_tracer = nullptr;
 // monotonic clock that the host records are converted against.
 uint64_t CUPTIAPI timestamp() { return monotonic_ns(); }
 
+// CUPTI's callbacks are called from C: nothing may be thrown through them.
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  if (g_tracer) g_tracer->on_buffer_request(buffer, size, max_records);
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+  try {
+    if (g_tracer) g_tracer->on_buffer_request(buffer, size, max_records);
+  } catch (...) {
+  }
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_size) {
-  if (g_tracer) g_tracer->on_buffer_complete(buffer, valid_size);
+  if (g_tracer) g_tracer->on_buffer_complete(buffer, valid_size);  // catches inside
 }
 
 const char* memory_kind_name(uint8_t k) {
@@ -67,6 +76,7 @@ bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
   external_ = config.external_correlation;
   max_buffers_ = config.pool_bytes / kBufferBytes;
   if (max_buffers_ < 2) max_buffers_ = 2;
+  free_buffers_.reserve(max_buffers_);  // returning a buffer never allocates
   g_tracer = this;
 
   // The timestamp callback must be in place before any kind is enabled.
@@ -204,12 +214,13 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   std::vector<DeviceRecord> local;
   std::vector<ExternalCorrelation> external;
   uint64_t other = 0;
+  bool failed = false;
   CUpti_Activity* rec = nullptr;
-  // Names are interned here on CUPTI's thread; the maps are only touched
-  // by this callback, which CUPTI does not run concurrently with itself for
-  // one buffer, and by nothing else — but flushes from two threads could, so
-  // the whole conversion holds the mutex for the name maps' sake.
-  std::lock_guard<std::mutex> lock(mu_);
+  // Parsing holds only parse_mu_ (the name caches; two flushes may deliver
+  // buffers on two threads), not mu_: buffer requests come from application
+  // threads inside CUDA calls and must not wait for a whole buffer's parse.
+  try {
+  std::lock_guard<std::mutex> parse_lock(parse_mu_);
   while (buffer != nullptr && api_.cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -266,13 +277,29 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         ++other;
     }
   }
+  } catch (...) {
+    failed = true;  // out of memory: what was parsed is kept, the rest is lost
+  }
   size_t dropped = 0;
-  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) counts_.cupti_dropped += dropped;
+  api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  std::lock_guard<std::mutex> lock(mu_);
+  counts_.cupti_dropped += dropped;
+  // A forced flush hands over work the device had not finished: no times.
+  const size_t before = local.size();
+  local.erase(std::remove_if(local.begin(), local.end(),
+                             [](const DeviceRecord& d) { return d.start == 0 || d.end < d.start; }),
+              local.end());
+  counts_.incomplete += before - local.size();
   counts_.records += local.size();
   counts_.other_records += other;
-  queue_.insert(queue_.end(), local.begin(), local.end());
-  external_queue_.insert(external_queue_.end(), external.begin(), external.end());
-  if (buffer != nullptr) free_buffers_.push_back(buffer);
+  if (failed) ++counts_.failed_buffers;
+  try {
+    queue_.insert(queue_.end(), local.begin(), local.end());
+    external_queue_.insert(external_queue_.end(), external.begin(), external.end());
+  } catch (...) {
+    ++counts_.failed_buffers;
+  }
+  if (buffer != nullptr) free_buffers_.push_back(buffer);  // reserved: cannot throw
 }
 
 }  // namespace nb

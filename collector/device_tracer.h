@@ -26,6 +26,8 @@ struct DeviceTracerCounts {
   uint64_t cupti_dropped = 0;    // cuptiActivityGetNumDroppedRecords
   uint64_t refused_buffers = 0;  // buffer requests the pool could not serve
   uint64_t other_records = 0;    // kinds nb does not use
+  uint64_t failed_buffers = 0;   // buffers only partly kept (out of memory)
+  uint64_t incomplete = 0;       // records without timestamps (work unfinished at a forced flush)
 };
 
 class DeviceTracer {
@@ -66,7 +68,8 @@ class DeviceTracer {
   bool external_ = false;
   size_t max_buffers_ = 0;
 
-  mutable std::mutex mu_;  // CUPTI's buffer thread vs the collector
+  mutable std::mutex mu_;  // pool, queue, counts: CUPTI's threads vs the collector
+  std::mutex parse_mu_;    // name caches, while a buffer is parsed
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
   std::vector<DeviceRecord> queue_;

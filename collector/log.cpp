@@ -1,5 +1,7 @@
 #include "collector/log.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,17 +30,41 @@ spdlog::level::level_enum to_spdlog(LogLevel l) {
   return spdlog::level::warn;
 }
 
+// stderr may be a pipe whose reader is gone (`prog 2>&1 | head`): a write
+// must not raise SIGPIPE in the program, which would kill it with another
+// status. Runs `write` with SIGPIPE blocked for this thread and swallows one
+// that the write made pending.
+template <typename Write>
+void without_sigpipe(Write&& write) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  write();
+  if (!sigismember(&old, SIGPIPE)) {
+    sigset_t pending;
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE)) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_only, nullptr, &zero);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 void emit(LogLevel l, const std::string& msg) {
   if (!enabled(l)) return;
   if (g_logger == nullptr) {  // before init: still one plain line
     print("nb: " + msg + "\n");
     return;
   }
-  try {
-    g_logger->log(to_spdlog(l), msg);
-  } catch (...) {
-    // Logging must never throw into the host program.
-  }
+  without_sigpipe([&] {
+    try {
+      g_logger->log(to_spdlog(l), msg);
+    } catch (...) {
+      // Logging must never throw into the host program.
+    }
+  });
 }
 }  // namespace
 
@@ -64,15 +90,17 @@ void error(const std::string& msg) { emit(LogLevel::Error, msg); }
 
 void print(const std::string& text) {
   if (g_level == LogLevel::Off) return;
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  without_sigpipe([&] {
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+      const ssize_t n = ::write(STDERR_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  });
 }
 
 }  // namespace nb::log

@@ -18,7 +18,37 @@ void Session::consume(const Record& r) {
 
   if (records_.size() < limits_.trace_max_events) records_.push_back(r);
   else ++trace_overflow_;
-  memory_.on_record(r);
+  switch (r.kind) {
+    case Kind::Alloc: case Kind::Free: case Kind::VmmCreate: case Kind::VmmRelease:
+    case Kind::VmmMap: case Kind::VmmUnmap:
+      pending_memory_.push_back(r);
+      break;
+    default:
+      break;
+  }
+}
+
+namespace {
+// When a record's effect on the address space happened, as far as the host
+// call tells: a release at the latest when its call began, an allocation at
+// the latest when its call returned. A release of P on one thread therefore
+// always sorts before the allocation that gets P again on another.
+uint64_t effect_time(const Record& r) {
+  const bool release = r.kind == Kind::Free || r.kind == Kind::VmmUnmap || r.kind == Kind::VmmRelease;
+  return release ? r.start : r.end;
+}
+}  // namespace
+
+void Session::apply_memory(uint64_t horizon) {
+  if (pending_memory_.empty()) return;
+  std::stable_sort(pending_memory_.begin(), pending_memory_.end(),
+                   [](const Record& a, const Record& b) { return effect_time(a) < effect_time(b); });
+  size_t n = 0;
+  while (n < pending_memory_.size() && effect_time(pending_memory_[n]) < horizon) {
+    memory_.on_record(pending_memory_[n]);
+    ++n;
+  }
+  pending_memory_.erase(pending_memory_.begin(), pending_memory_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void Session::consume(const DeviceRecord& d) {

@@ -72,6 +72,12 @@ class Session {
 
   void consume(const Record& r);
   void consume(const DeviceRecord& d);
+  // Memory records reach the tracker in time order, not in the order the
+  // rings were drained (a free on one thread and the allocation that reuses
+  // its address on another can sit in two rings): they wait here and are
+  // applied, sorted, once older than `horizon` (ticks), or all at the end.
+  void apply_memory(uint64_t horizon);
+  void apply_all_memory() { apply_memory(UINT64_MAX); }
   void consume(const ExternalCorrelation& e) { external_.push_back(e); }
   void note_thread(uint32_t tid, const char* name);
 
@@ -97,6 +103,7 @@ class Session {
   RecordLog records_;
   std::array<ApiStats, kApiCount> api_stats_{};
   MemoryTracker memory_;
+  std::vector<Record> pending_memory_;
   ChunkedLog<DeviceRecord> device_;
   std::vector<ExternalCorrelation> external_;
   std::unordered_map<uint32_t, DeviceStats> device_stats_;

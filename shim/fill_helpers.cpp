@@ -51,16 +51,22 @@ enum : uint64_t { kTagFunction = 1ull << 56, kTagKernel = 2ull << 56, kTagStub =
 template <typename Resolve>
 uint32_t cached_name(uint64_t key, Resolve&& resolve) {
   const uint32_t gen = g_name_generation.load(std::memory_order_relaxed);
-  NameCacheEntry& e = t_name_cache[(key >> 4) % kNameCacheSize];
+  // Fibonacci hashing: handles are heap addresses with regular strides.
+  NameCacheEntry& e = t_name_cache[(key * 0x9E3779B97F4A7C15ull) >> 58];
+  static_assert(kNameCacheSize == 64, "the hash above yields 6 bits");
   if (e.key == key && e.generation == gen) return e.id;
   uint32_t id = 0;
   try {
-    std::lock_guard<std::mutex> lock(g_name_mu);
-    auto it = g_handle_names->find(key);
-    if (it != g_handle_names->end()) {
-      id = it->second;
-    } else {
+    {
+      std::lock_guard<std::mutex> lock(g_name_mu);
+      auto it = g_handle_names->find(key);
+      if (it != g_handle_names->end()) id = it->second;
+    }
+    if (id == 0) {
+      // Resolved without the lock held: dladdr takes the loader lock and
+      // cuFuncGetName goes into the driver; neither may wait behind us.
       id = intern_name(resolve());
+      std::lock_guard<std::mutex> lock(g_name_mu);
       g_handle_names->emplace(key, id);
     }
   } catch (...) {

@@ -78,6 +78,7 @@ class HookScope {
     rec_->corr_first = t.corr_first;
     rec_->corr_last = t.corr_last;
     if (pushed_) pop_external_id();
+    if (__builtin_expect(!g_exit_handler_registered.load(std::memory_order_relaxed), 0)) register_exit_handler();
   }
 
  private:

@@ -16,7 +16,9 @@
 //                    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 //   kind     Record kind (collector/record.h)
 //   params   parenthesised parameter list; args the same names
-//   fill     statements run after the real call with `r` (Record&) and `rc`
+//   fill     statements run after the real call with `r` (Record&) and `rc`;
+//            they run whether the call succeeded or not, so a pointer
+//            argument is checked before it is read
 //
 // NB_TWIN(X, sym, ptsym, base, since, ptsince, kind, params, args, fill)
 //   a LEGACY entry and its PTDS twin (_ptsz/_ptds), which share everything
@@ -35,7 +37,7 @@
   X(ptsym, base, ptsince, PTDS, kind, params, args, fill)
 
 #define NB_LAUNCH_FILL_DRV(f, gx, gy, gz, bx, by, bz, smem, st) \
-  { r.ptr = reinterpret_cast<uint64_t>(f); r.name = kernel_name(f);                    \
+  { r.ptr = reinterpret_cast<uint64_t>(f); r.name = rc == 0 ? kernel_name(f) : 0;      \
     r.grid[0] = gx; r.grid[1] = gy; r.grid[2] = gz;                                    \
     r.block[0] = bx; r.block[1] = by; r.block[2] = bz;                                 \
     r.shared_mem = smem; r.stream = reinterpret_cast<uint64_t>(st); }
@@ -99,9 +101,9 @@
   NB_TWIN(X, cuLaunchKernelEx, cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 11060, Launch, \
     (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),                 \
     (config, f, params, extra),                                                                \
-    NB_LAUNCH_FILL_DRV(f, config->gridDimX, config->gridDimY, config->gridDimZ,                \
+    { if (config) NB_LAUNCH_FILL_DRV(f, config->gridDimX, config->gridDimY, config->gridDimZ,  \
                        config->blockDimX, config->blockDimY, config->blockDimZ,                \
-                       config->sharedMemBytes, config->hStream))                               \
+                       config->sharedMemBytes, config->hStream) })                             \
   NB_TWIN(X, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, 9000, Launch, \
     (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
      unsigned int by, unsigned int bz, unsigned int smem, CUstream hStream, void** params),    \
@@ -247,17 +249,17 @@
   X(__cudaLaunchKernel, "cudaLaunchKernel", Launch,                                            \
     (cudaKernel_t k, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),                \
     (k, g, b, args, smem, s),                                                                  \
-    { if (r.name == 0) r.name = kernel_name(reinterpret_cast<CUkernel>(k));                    \
+    { if (r.name == 0 && rc == 0) r.name = kernel_name(reinterpret_cast<CUkernel>(k));         \
       NB_RT_LAUNCH_FILL(k, g, b, smem, s) })                                                   \
   X(__cudaLaunchKernel_ptsz, "cudaLaunchKernel_ptsz", Launch,                                  \
     (cudaKernel_t k, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),                \
     (k, g, b, args, smem, s),                                                                  \
-    { if (r.name == 0) r.name = kernel_name(reinterpret_cast<CUkernel>(k));                    \
+    { if (r.name == 0 && rc == 0) r.name = kernel_name(reinterpret_cast<CUkernel>(k));         \
       NB_RT_LAUNCH_FILL(k, g, b, smem, s) })                                                   \
   NB_RT_TWIN(X, cudaLaunchKernelExC, cudaLaunchKernelExC_ptsz, Launch,                          \
     (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),   \
-    NB_RT_LAUNCH_FILL(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,       \
-                      config->stream))                                                         \
+    { if (config) NB_RT_LAUNCH_FILL(func, config->gridDim, config->blockDim,                   \
+                                    config->dynamicSmemBytes, config->stream) })               \
   NB_RT_TWIN(X, cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel_ptsz, Launch,          \
     (const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s),              \
     (func, g, b, args, smem, s), NB_RT_LAUNCH_FILL(func, g, b, smem, s))                       \

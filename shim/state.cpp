@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -26,6 +27,7 @@ extern char* program_invocation_short_name;
 namespace nb::shim {
 
 std::atomic<int> g_state{static_cast<int>(State::Uninit)};
+std::atomic<bool> g_exit_handler_registered{false};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 namespace {
@@ -35,7 +37,9 @@ NameTable* g_names = nullptr;
 ThreadRegistry* g_registry = nullptr;
 Collector* g_collector = nullptr;
 DeviceTracer* g_tracer = nullptr;
-std::mutex* g_start_mu = new std::mutex;
+// Calls made by other threads while one thread was starting the shim.
+std::atomic<uint64_t> g_calls_during_start{0};
+std::timed_mutex* g_start_mu = new std::timed_mutex;
 pthread_key_t g_exit_key;
 std::string* g_prefix = nullptr;
 std::string* g_program = nullptr;
@@ -110,9 +114,12 @@ double measure_record_cost_ns() {
 }
 
 __attribute__((constructor)) void on_load() {
-  // Only what the dlsym entry point needs; everything else waits for the
-  // first CUDA call, so programs that never use CUDA see no difference.
+  // Only what the dlsym entry point needs, and the fork handler (a fork in
+  // the middle of start-up must leave a disabled child, not one waiting for
+  // a start that will never finish); everything else waits for the first
+  // CUDA call, so programs that never use CUDA see no difference.
   nb_resolve_real_dlsym();
+  pthread_atfork(nullptr, nullptr, on_fork_child);
 }
 
 __attribute__((destructor)) void on_unload() { finish(); }
@@ -161,7 +168,6 @@ void init_state() {
     set_state(State::Disabled);
     return;
   }
-  pthread_atfork(nullptr, nullptr, on_fork_child);
   log::debug(choose_tick_source(true));
   log::debug("output prefix " + *g_prefix);
   set_state(o.enable ? State::Ready : State::Disabled);
@@ -178,7 +184,15 @@ bool ensure_started() {
 }
 
 bool start_collector() {
-  std::lock_guard<std::mutex> lock(*g_start_mu);
+  // Wait for a start in progress, but not forever: the starting thread may
+  // be blocked on the loader lock (dlopen of CUPTI) that this thread holds
+  // (a library constructor making a CUDA call inside dlopen). After the
+  // timeout the call passes through and is counted as dropped.
+  std::unique_lock<std::timed_mutex> lock(*g_start_mu, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::seconds(3))) {
+    g_calls_during_start.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   const int s = g_state.load(std::memory_order_acquire);
   if (s == static_cast<int>(State::Running)) return true;
   if (s != static_cast<int>(State::Ready)) return false;
@@ -209,18 +223,27 @@ bool start_collector() {
   } else {
     ctx.device_note = "NB_DEVICE=0";
   }
-  CollectorHooks hooks{synchronize_current_context, query_devices};
+  CollectorHooks hooks{synchronize_current_context, query_devices,
+                       [] { return g_calls_during_start.load(std::memory_order_relaxed); }};
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {
     log::warn("cannot start the collector thread; recording disabled");
     set_state(State::Disabled);
     return false;
   }
-  // Registered at the first CUDA call, i.e. after the CUDA runtime has
-  // registered its own teardown: ours runs first (atexit is LIFO).
-  std::atexit(at_exit);
   set_state(State::Running);
   return true;
+}
+
+void register_exit_handler() {
+  // Called after the first recorded call *returned*: the CUDA runtime and
+  // driver initialise inside that call and register their own teardown
+  // there; ours, registered after, runs before theirs (atexit is LIFO), so
+  // the final synchronize and CUPTI flush still find CUDA alive.
+  static std::atomic<bool> done{false};
+  bool expected = false;
+  if (done.compare_exchange_strong(expected, true)) std::atexit(at_exit);
+  g_exit_handler_registered.store(true, std::memory_order_release);
 }
 
 void finish() {

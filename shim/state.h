@@ -22,6 +22,9 @@ void init_once();        // idempotent; reads options, sets Ready or Disabled
 bool ensure_started();   // idempotent; Ready → Running (collector thread, atexit)
 void finish();           // idempotent; Running → Stopping → Stopped, writes files
 
+extern std::atomic<bool> g_exit_handler_registered;
+void register_exit_handler();  // once, after the first recorded call returned
+
 inline bool recording() {
   int s = g_state.load(std::memory_order_relaxed);
   // Uninit or Initializing (another thread is at it): init_once() returns

@@ -106,3 +106,27 @@ TEST_CASE("full rings drop records without blocking, and the drops are reported"
   CHECK(dropped > 0);
   CHECK(r.run.err.find("records dropped") != std::string::npos);
 }
+
+TEST_CASE("calls the driver rejects (null configs, null functions) fail as without the shim", "[integration][hostile]") {
+  nbtest::TempDir dir;
+  const auto bare = nbtest::run({nbtest::program("bad_calls")}, {{"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}});
+  REQUIRE(bare.exit_code == 0);
+  const auto r = nbtest::run_recorded(dir, "bad_calls", {});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 0);
+  CHECK(r.run.out == bare.out);
+  size_t failed = 0;
+  for (const auto& e : nbtest::host_calls(r.trace)) failed += e["args"].contains("result");
+  CHECK(failed == 7);
+}
+
+TEST_CASE("stderr on a pipe whose reader is gone: the exit status stays the program's", "[integration][hostile]") {
+  nbtest::TempDir dir;
+  // `true` exits at once, so the table nb prints at exit meets a broken pipe.
+  const std::string cmd = nbtest::program("paths") + " " + dir.file("manifest") +
+                          " 2>&1 >/dev/null | true; echo \"status ${PIPESTATUS[0]}\"";
+  auto env = nbtest::shim_env(dir.file("out"));
+  const auto r = nbtest::run({"/bin/bash", "-c", cmd}, env, dir.path());
+  CHECK(r.out == "status 0\n");
+  CHECK(nbtest::file_exists(dir.file("out.trace.json")));
+}

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "collector/memory_tracker.h"
+#include "collector/session.h"
 
 using namespace nb;
 using formats::Action;
@@ -128,4 +129,25 @@ TEST_CASE("an address reused without a seen free closes the old block first", "[
   REQUIRE(s.segments.size() == 1);
   REQUIRE(s.segments[0].total_size == 16);
   REQUIRE(m.live_bytes(0) == 16);
+}
+
+TEST_CASE("session: memory records are applied in time order, whatever order the rings gave", "[memory]") {
+  // T1 frees P (calls at 100-200); T2 gets P again (300-400). The collector
+  // happened to drain T2's ring first.
+  Session s(SessionLimits{});
+  Record alloc_t1 = rec(Kind::Alloc, 0x1000, 64, 10);
+  Record free_t1 = rec(Kind::Free, 0x1000, 0, 100);
+  Record alloc_t2 = rec(Kind::Alloc, 0x1000, 64, 300);
+  s.consume(alloc_t1);
+  s.consume(alloc_t2);  // T2's ring first
+  s.consume(free_t1);
+  s.apply_memory(50);   // only what is older than the horizon: T1's alloc
+  CHECK(s.memory().counts().allocs == 1);
+  s.apply_all_memory();
+  CHECK(s.memory().counts().allocs == 2);
+  CHECK(s.memory().counts().frees == 1);
+  CHECK(s.memory().live_bytes(0) == 64);  // T2's allocation is live at the end
+  const auto snap = s.memory().snapshot(TimeMap::offset_only(0));
+  REQUIRE(snap.segments.size() == 1);
+  CHECK(snap.segments[0].address == 0x1000);
 }
