@@ -135,7 +135,9 @@ void Collector::finish() {
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): let the
     // device finish, force out the last buffers, stop CUPTI.
-    if (hooks_.synchronize) hooks_.synchronize();
+    if (hooks_.synchronize && !hooks_.synchronize()) {
+      context_.notes.push_back("The device was still busy 5 s after exit began: work it had not finished is not in the outputs");
+    }
     tracer_->flush(true);
     take_device_records();
     tracer_->stop();

@@ -20,7 +20,7 @@ namespace nb {
 
 // What the collector needs from the CUDA side at the end of recording.
 struct CollectorHooks {
-  std::function<void()> synchronize;  // wait for the device before the final flush
+  std::function<bool()> synchronize;  // wait for the device before the final flush; false: timed out
   std::function<std::vector<formats::DeviceProperties>()> devices;
   std::function<uint64_t()> extra_dropped;  // records the shim lost before they reached a ring
 };

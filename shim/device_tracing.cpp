@@ -3,6 +3,10 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include <future>
+#include <memory>
+#include <thread>
+
 #include "shim/api.h"
 #include "shim/real_functions.h"
 #include "shim/thread_state.h"
@@ -100,13 +104,61 @@ void pop_external_id() {
   g_api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
 }
 
-void synchronize_current_context() {
+bool synchronize_devices(std::chrono::milliseconds limit) {
   using GetCurrent = CUresult (*)(CUcontext*);
+  using SetCurrent = CUresult (*)(CUcontext);
   using Sync = CUresult (*)();
-  auto get = driver_fn<GetCurrent>("cuCtxGetCurrent");
+  using Count = CUresult (*)(int*);
+  using Get = CUresult (*)(CUdevice*, int);
+  using State = CUresult (*)(CUdevice, unsigned int*, int*);
+  using Retain = CUresult (*)(CUcontext*, CUdevice);
+  using Release = CUresult (*)(CUdevice);
+  auto get_current = driver_fn<GetCurrent>("cuCtxGetCurrent");
+  auto set_current = driver_fn<SetCurrent>("cuCtxSetCurrent");
   auto sync = driver_fn<Sync>("cuCtxSynchronize");
-  CUcontext ctx = nullptr;
-  if (get && sync && get(&ctx) == CUDA_SUCCESS && ctx != nullptr) sync();
+  auto count = driver_fn<Count>("cuDeviceGetCount");
+  auto get = driver_fn<Get>("cuDeviceGet");
+  auto state = driver_fn<State>("cuDevicePrimaryCtxGetState");
+  auto retain = driver_fn<Retain>("cuDevicePrimaryCtxRetain");
+  auto release = driver_fn<Release>("cuDevicePrimaryCtxRelease_v2");
+  if (!get_current || !set_current || !sync) return true;
+  CUcontext mine = nullptr;
+  get_current(&mine);
+  // Work may run in any thread's context on any device: wait for the
+  // calling thread's context and for every active primary context. On a
+  // helper thread, with a limit, because a device that never finishes (a
+  // collective waiting for a dead peer) must not keep the process from
+  // exiting.
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread helper([=] {
+    t_state.internal = true;
+    if (mine) {
+      set_current(mine);
+      sync();
+    }
+    int n = 0;
+    if (count && get && state && retain && release && count(&n) == CUDA_SUCCESS) {
+      for (int i = 0; i < n; ++i) {
+        CUdevice dev;
+        unsigned int flags = 0;
+        int active = 0;
+        CUcontext ctx = nullptr;
+        if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
+        if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
+        set_current(ctx);
+        sync();
+        release(dev);
+      }
+    }
+    done->set_value();
+  });
+  if (finished.wait_for(limit) == std::future_status::ready) {
+    helper.join();
+    return true;
+  }
+  helper.detach();  // still waiting for the device; the process exits anyway
+  return false;
 }
 
 std::vector<formats::DeviceProperties> query_devices() {

@@ -9,6 +9,7 @@
 //             activity for those calls, enabled per callback id).
 //   none      device records only, no arrows.
 #pragma once
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,9 @@ namespace nb::shim {
 // Starts device tracing; false (with `why`) means host records only.
 bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why);
 
-// For the collector at the end: wait for the device, describe the devices.
-void synchronize_current_context();
+// For the collector at the end: wait (at most `limit`) for the work of every
+// active context to finish; false if it did not in time. Describe the devices.
+bool synchronize_devices(std::chrono::milliseconds limit);
 std::vector<formats::DeviceProperties> query_devices();
 
 }  // namespace nb::shim

@@ -9,10 +9,16 @@
  * (which do not depend on the caller) go through nb_dlsym_explicit. */
 #if defined(__x86_64__)
         .text
-        .globl  dlsym
-        .type   dlsym, @function
+        /* One entry point under both of glibc's versions of dlsym. */
+        .globl  nb_dlsym_entry
+        .globl  nb_dlsym_entry_2_2_5
+        .symver nb_dlsym_entry, dlsym@@GLIBC_2.34
+        .symver nb_dlsym_entry_2_2_5, dlsym@GLIBC_2.2.5
+        .type   nb_dlsym_entry, @function
+        .type   nb_dlsym_entry_2_2_5, @function
         .p2align 4
-dlsym:
+nb_dlsym_entry:
+nb_dlsym_entry_2_2_5:
         .cfi_startproc
         endbr64
         testq   %rdi, %rdi              /* RTLD_DEFAULT == 0 */
@@ -43,7 +49,8 @@ dlsym:
         jmp     *%rax
 3:      ret                              /* no dlsym at all: NULL */
         .cfi_endproc
-        .size   dlsym, .-dlsym
+        .size   nb_dlsym_entry, .-nb_dlsym_entry
+        .size   nb_dlsym_entry_2_2_5, .-nb_dlsym_entry_2_2_5
 #else
 #error "the dlsym entry point is written for x86-64 only"
 #endif

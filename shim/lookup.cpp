@@ -109,7 +109,7 @@ void* answer_symbol(const char* name, void* real) {
     const ApiInfo& info = api_info(id);
     if (std::strcmp(info.symbol, name) != 0) continue;
     if (real == g_wrapper[id]) return real;
-    if (!defined_in(real, info.runtime ? "libcudart" : "libcuda.so")) return real;
+    if (!defined_in(real, info.runtime ? kRuntimeSoname : "libcuda.so")) return real;
     store_real(id, real);
     return g_wrapper[id];
   }

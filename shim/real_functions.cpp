@@ -24,6 +24,7 @@ void* nb_resolve_real_dlsym() {
 namespace nb::shim {
 
 std::atomic<void*> g_real[kApiCount];
+const char* const kRuntimeSoname = "libcudart.so.13";
 
 namespace {
 std::atomic<void*> g_driver_handle{nullptr};
@@ -46,7 +47,7 @@ int find_cudart(dl_phdr_info* info, size_t, void* out) {
   const char* name = info->dlpi_name;
   const char* base = name ? std::strrchr(name, '/') : nullptr;
   base = base ? base + 1 : name;
-  if (base != nullptr && std::strncmp(base, "libcudart.so", 12) == 0) {
+  if (base != nullptr && std::strcmp(base, kRuntimeSoname) == 0) {
     *static_cast<std::string*>(out) = name;
     return 1;
   }
@@ -94,7 +95,10 @@ void store_real(uint16_t id, void* p) {
 void* resolve_real(uint16_t id) {
   if (id >= kApiCount) return nullptr;
   const ApiInfo& info = api_info(id);
-  void* p = real_dlsym(RTLD_NEXT, info.symbol);
+  // Runtime hooks are written for (and exported under the version of)
+  // libcudart.so.13: forward only to that runtime, never to another major
+  // that happens to be first in the search order.
+  void* p = info.runtime ? dlvsym(RTLD_NEXT, info.symbol, kRuntimeSoname) : real_dlsym(RTLD_NEXT, info.symbol);
   if (p == nullptr || p == g_wrapper[id]) {
     void* h = nullptr;
     if (info.runtime) {

@@ -17,6 +17,7 @@ void* nb_resolve_real_dlsym() __attribute__((visibility("hidden")));
 namespace nb::shim {
 
 extern std::atomic<void*> g_real[kApiCount];
+extern const char* const kRuntimeSoname;  // the runtime ABI the runtime hooks are written for
 extern void* const g_wrapper[kApiCount];  // our hook for each id (hooks.cpp)
 
 void* resolve_real(uint16_t id);  // slow path: RTLD_NEXT, then the loaded libcuda / libcudart

@@ -223,7 +223,7 @@ bool start_collector() {
   } else {
     ctx.device_note = "NB_DEVICE=0";
   }
-  CollectorHooks hooks{synchronize_current_context, query_devices,
+  CollectorHooks hooks{[] { return synchronize_devices(std::chrono::seconds(5)); }, query_devices,
                        [] { return g_calls_during_start.load(std::memory_order_relaxed); }};
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {

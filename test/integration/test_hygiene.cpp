@@ -15,6 +15,9 @@ TEST_CASE("exported symbols are exactly the hook table plus the look-up entry po
   std::istringstream lines(r.out);
   std::string line;
   while (std::getline(lines, line)) {
+    // Version definitions (GLIBC_2.34, libcudart.so.13, ...) are listed as
+    // absolute symbols; they are not code.
+    if (line.find(" A ") != std::string::npos) continue;
     const auto sp = line.find_last_of(' ');
     std::string sym = line.substr(sp + 1);
     if (const auto at = sym.find('@'); at != std::string::npos) sym = sym.substr(0, at);

@@ -130,3 +130,19 @@ TEST_CASE("stderr on a pipe whose reader is gone: the exit status stays the prog
   CHECK(r.out == "status 0\n");
   CHECK(nbtest::file_exists(dir.file("out.trace.json")));
 }
+
+TEST_CASE("a library linked against another runtime major keeps its own runtime", "[integration][hostile]") {
+  // Toy runtimes 12 and 13 (test/programs/two_runtimes): the runtime hooks
+  // are libcudart.so.13's, so the major-12 client must not be forwarded there.
+  nbtest::TempDir dir;
+  const std::string folder = std::string(NB_PROGRAMS_DIR) + "/two_runtimes";
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["LD_LIBRARY_PATH"] = folder;
+  env["NB_DEVICE"] = "0";
+  const auto r = nbtest::run({folder + "/two_runtimes"}, env, dir.path());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "runtime 12 answered 0xc00, runtime 13 answered 0xd00\n");
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  CHECK(nbtest::host_calls(trace).size() == 1);  // the major-13 client's cudaMalloc
+}
