@@ -60,7 +60,7 @@ size_t Collector::drain_once() {
   });
   // Memory records older than the horizon cannot be overtaken by one still
   // in flight on another thread (assuming no call is in flight longer).
-  session_.apply_memory(memory_horizon());
+  if (session_.memory_pending()) session_.apply_memory(memory_horizon());
   if (tracer_) {
     // CUPTI hands over full buffers on its own; ask for partly filled ones
     // now and then so device records do not wait for the end.

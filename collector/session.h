@@ -78,6 +78,7 @@ class Session {
   // applied, sorted, once older than `horizon` (ticks), or all at the end.
   void apply_memory(uint64_t horizon);
   void apply_all_memory() { apply_memory(UINT64_MAX); }
+  bool memory_pending() const { return !pending_memory_.empty(); }
   void consume(const ExternalCorrelation& e) { external_.push_back(e); }
   void note_thread(uint32_t tid, const char* name);
 

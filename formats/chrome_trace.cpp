@@ -164,37 +164,27 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
     first = false;
   };
 
+  // Metadata ("M") event: `what` of (pid, tid) is {key: value}.
+  const auto metadata = [&](const char* what, int64_t pid, int64_t tid, const char* key, auto&& value) {
+    begin_event();
+    out += "{\"name\": \"";
+    out += what;
+    out += "\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(out, pid);
+    out += ", \"tid\": ";
+    append_int(out, tid);
+    out += ", \"args\": {";
+    append_key(out, key);
+    value();
+    out += "}}";
+  };
   for (const ProcessInfo& p : t.processes) {
-    begin_event();
-    out += "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    append_int(out, p.pid);
-    out += ", \"tid\": 0, \"args\": {\"name\": ";
-    append_string(out, p.name);
-    out += "}}";
-    begin_event();
-    out += "{\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    append_int(out, p.pid);
-    out += ", \"tid\": 0, \"args\": {\"sort_index\": ";
-    append_int(out, p.sort_index);
-    out += "}}";
+    metadata("process_name", p.pid, 0, "name", [&] { append_string(out, p.name); });
+    metadata("process_sort_index", p.pid, 0, "sort_index", [&] { append_int(out, p.sort_index); });
   }
   for (const ThreadInfo& th : t.threads) {
-    begin_event();
-    out += "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    append_int(out, th.pid);
-    out += ", \"tid\": ";
-    append_int(out, th.tid);
-    out += ", \"args\": {\"name\": ";
-    append_string(out, th.name);
-    out += "}}";
-    begin_event();
-    out += "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    append_int(out, th.pid);
-    out += ", \"tid\": ";
-    append_int(out, th.tid);
-    out += ", \"args\": {\"sort_index\": ";
-    append_int(out, th.sort_index);
-    out += "}}";
+    metadata("thread_name", th.pid, th.tid, "name", [&] { append_string(out, th.name); });
+    metadata("thread_sort_index", th.pid, th.tid, "sort_index", [&] { append_int(out, th.sort_index); });
   }
 
   for (const Event& e : t.events) {
