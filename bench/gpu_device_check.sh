@@ -43,6 +43,7 @@ for fw in cupy jax; do
   python3 bench/gpu/joined.py "$W/$fw.trace.json" 1 | tee -a "$S"
 done
 
+[ "$ROUNDS" -gt 0 ] || { rm -rf "$W"; exit 0; }
 log "4 overhead: $ROUNDS rounds (bare, callback), first $EXTRA also none and external"
 run_loop() {  # label env...
   local label=$1; shift

@@ -14,7 +14,6 @@ namespace {
 // millisecond; a thread would have to make more than ~8 million calls per
 // second to overrun its ring between two passes.
 constexpr auto kDrainPeriod = std::chrono::milliseconds(2);
-constexpr auto kFlushPeriod = std::chrono::milliseconds(250);
 }  // namespace
 
 Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
@@ -65,7 +64,8 @@ size_t Collector::drain_once() {
     // CUPTI hands over full buffers on its own; ask for partly filled ones
     // now and then so device records do not wait for the end.
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_flush_ > kFlushPeriod) {
+    const auto period = std::chrono::milliseconds(options_.cupti_flush_ms);
+    if (options_.cupti_flush_ms != 0 && now - last_flush_ > period) {
       tracer_->flush(false);
       last_flush_ = now;
     }

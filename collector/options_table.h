@@ -27,6 +27,9 @@
   NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, "",                 \
     "Most memory for CUPTI activity buffers (4 MiB each); beyond it records are dropped "  \
     "and counted")                                                                          \
+  NB_OPTION(cupti_flush_ms, NB_CUPTI_FLUSH_MS, UInt, "250", 0, 600000, "",                  \
+    "How often partly filled CUPTI buffers are collected while recording, in ms (0 = only " \
+    "when a buffer fills and at the end)")                                                  \
   NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "200000", 1, 100000000, "",           \
     "Memory history ring: newest entries kept in the snapshot's device_traces")             \
   NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, "",                  \
