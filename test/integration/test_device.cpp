@@ -152,6 +152,16 @@ TEST_CASE("device work: each piece once, joined to its host call by a bound arro
   }
 }
 
+TEST_CASE("without the periodic flush, the final flush still brings every record", "[integration][device]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")}, {{"NB_CUPTI_FLUSH_MS", "0"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  const auto expected = expected_device_work(dir.file("manifest"));
+  REQUIRE(expected.size() == 18);
+  CHECK(check_joined_trace(r.trace).size() == expected.size());
+}
+
 TEST_CASE("device trace layout: GPU processes, stream threads, device properties", "[integration][device]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")});
