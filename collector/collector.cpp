@@ -24,7 +24,8 @@ Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable
       context_(std::move(context)),
       tracer_(tracer && tracer->running() ? tracer : nullptr),
       hooks_(std::move(hooks)),
-      session_(SessionLimits{options.trace_max_events, options.mem_max_entries}) {}
+      session_(SessionLimits{options.trace_max_events, options.mem_max_entries}),
+      stacks_(hooks_.stacks) {}
 
 bool Collector::start(std::function<void()> on_thread_start) {
   start_anchor_ = read_anchor();
@@ -52,7 +53,15 @@ size_t Collector::drain_once() {
     const bool exited = slot.state.load(std::memory_order_acquire) == ThreadSlot::kExited;
     // A ring holds one thread's records (it is handed on only when empty),
     // so the thread is noted once per pass, not once per record.
-    const size_t got = slot.ring.drain([&](const Record& r) { session_.consume(r); });
+    const size_t got = slot.ring.drain([&](const Record& r) {
+      if (r.stack == 0) {
+        session_.consume(r);
+        return;
+      }
+      Record c = r;  // from here on, `stack` is the interned id
+      c.stack = intern_stack(slot.frames, r.stack);
+      session_.consume(c);
+    });
     if (got) session_.note_thread(slot.tid.load(std::memory_order_relaxed), slot.name);
     n += got;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
@@ -72,6 +81,17 @@ size_t Collector::drain_once() {
     take_device_records();
   }
   return n;
+}
+
+uint32_t Collector::intern_stack(FrameRing& frames, uint32_t tagged) {
+  if (!frames.valid()) return 0;
+  uint64_t pos = 0;
+  const uint64_t* p = frames.at(tagged - 1, pos);
+  const uint32_t native = stack_header::native(p[0]);
+  const uint32_t python = stack_header::python(p[0]);
+  const uint32_t id = stacks_.intern(p + 1, native, p + 1 + native, python);
+  frames.release(pos + 1 + native + python);
+  return id;
 }
 
 uint64_t Collector::memory_horizon() const {
@@ -176,10 +196,21 @@ void Collector::finish() {
     context_.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
                              " times; records of those passes may be missing or counted twice");
   }
+  uint64_t stacks_lost = 0;
+  registry_.for_each([&](ThreadSlot& slot) { stacks_lost += slot.frames.dropped(); });
+  if (stacks_lost) context_.notes.push_back("Calls recorded without their stack (a thread's frame ring was full): " + std::to_string(stacks_lost));
+  if (stacks_.overflowed()) context_.notes.push_back("Calls recorded without their stack (more than a million distinct stacks): " + std::to_string(stacks_.overflowed()));
   context_.kernel_names = names_.snapshot();
   if (session_.consumed() == 0 && context_.dropped == 0) {
     log::debug("no CUDA calls recorded; no files written");
     return;
+  }
+  if (stacks_.size()) {
+    try {
+      context_.stacks = stacks_.symbolize();
+    } catch (...) {
+      context_.notes.push_back("Stacks could not be named (out of memory): the snapshot has none");
+    }
   }
   const OutputResult res = write_outputs(session_, context_);
   for (const std::string& p : res.problems) log::warn(p);

@@ -14,6 +14,7 @@
 #include "collector/options.h"
 #include "collector/output.h"
 #include "collector/session.h"
+#include "collector/stack_table.h"
 #include "collector/thread_registry.h"
 
 namespace nb {
@@ -23,6 +24,7 @@ struct CollectorHooks {
   std::function<bool()> synchronize;  // wait for the device before the final flush; false: timed out
   std::function<std::vector<formats::DeviceProperties>()> devices;
   std::function<uint64_t()> extra_dropped;  // records the shim lost before they reached a ring
+  StackSources stacks;                      // naming the frames of NB_STACKS
 };
 
 class Collector {
@@ -47,6 +49,7 @@ class Collector {
   void run();
   void take_device_records();
   uint64_t memory_horizon() const;
+  uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
 
   const Options options_;
   ThreadRegistry& registry_;
@@ -56,6 +59,7 @@ class Collector {
   CollectorHooks hooks_;
   std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
+  StackTable stacks_;
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
   std::mutex mu_;

@@ -13,8 +13,8 @@ int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
 }  // namespace
 
 void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-                         uint64_t ticks, uint64_t device_free) {
-  const Entry e{a, device, addr, size, stream, ticks, device_free};
+                         uint64_t ticks, uint32_t stack, uint64_t device_free) {
+  const Entry e{a, device, addr, size, stream, ticks, device_free, stack};
   if (ring_.size() < max_entries_) {
     ring_.push_back(e);
     return;
@@ -24,28 +24,52 @@ void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uin
   ++counts_.overwritten;
 }
 
+void MemoryTracker::grow_devices(int device) {
+  const size_t n = static_cast<size_t>(device) + 1;
+  if (live_bytes_.size() >= n) return;
+  live_bytes_.resize(n, 0);
+  peak_bytes_.resize(n, 0);
+  async_bytes_.resize(n, 0);
+  pool_reserved_.resize(n, 0);
+}
+
+void MemoryTracker::note_point(uint64_t ticks, int device) {
+  // A bound on the curve; a million points draw any run's shape.
+  constexpr size_t kMaxPoints = 1000000;
+  if (curve_.size() >= kMaxPoints) {
+    ++curve_dropped_;
+    return;
+  }
+  const size_t d = static_cast<size_t>(device);
+  // Pools keep memory beyond their live allocations; what they reported last
+  // (never less than what is live in them) stands for it.
+  const uint64_t reserved = live_bytes_[d] - async_bytes_[d] + std::max(async_bytes_[d], pool_reserved_[d]);
+  curve_.push_back({ticks, device, live_bytes_[d], reserved});
+}
+
 void MemoryTracker::add_live(uint64_t addr, const Live& l) {
   live_[addr] = l;
-  if (live_bytes_.size() <= static_cast<size_t>(l.device)) {
-    live_bytes_.resize(static_cast<size_t>(l.device) + 1, 0);
-    peak_bytes_.resize(static_cast<size_t>(l.device) + 1, 0);
-  }
+  grow_devices(l.device);
   live_bytes_[static_cast<size_t>(l.device)] += l.size;
+  if (l.async) async_bytes_[static_cast<size_t>(l.device)] += l.size;
   peak_bytes_[static_cast<size_t>(l.device)] =
       std::max(peak_bytes_[static_cast<size_t>(l.device)], live_bytes_[static_cast<size_t>(l.device)]);
 }
 
 void MemoryTracker::remove_live(uint64_t addr, const Live& l) {
   live_bytes_[static_cast<size_t>(l.device)] -= l.size;
+  if (l.async) async_bytes_[static_cast<size_t>(l.device)] -= l.size;
   live_.erase(addr);
 }
 
+// `stack`: the freeing call's stack (the allocation's is in `l`).
 void MemoryTracker::release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done,
-                            bool unmap) {
-  push(Action::FreeRequested, l.device, addr, l.size, l.stream, t_req);
-  push(Action::FreeCompleted, l.device, addr, l.size, l.stream, t_done);
-  push(unmap ? Action::SegmentUnmap : Action::SegmentFree, l.device, addr, l.size, l.stream, t_done);
+                            bool unmap, uint32_t stack) {
+  push(Action::FreeRequested, l.device, addr, l.size, l.stream, t_req, stack);
+  push(Action::FreeCompleted, l.device, addr, l.size, l.stream, t_done, stack);
+  push(unmap ? Action::SegmentUnmap : Action::SegmentFree, l.device, addr, l.size, l.stream, t_done, stack);
   remove_live(addr, l);
+  note_point(t_done, l.device);
 }
 
 void MemoryTracker::on_record(const Record& r) {
@@ -55,7 +79,7 @@ void MemoryTracker::on_record(const Record& r) {
       if (r.result != 0) {
         if (r.result == kOutOfMemory) {
           ++counts_.ooms;
-          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end, r.aux);
+          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end, r.stack, r.aux);
         }
         return;
       }
@@ -64,12 +88,15 @@ void MemoryTracker::on_record(const Record& r) {
       // path we do not intercept): close the old one first so that blocks
       // never overlap.
       auto old = live_.find(r.ptr);
-      if (old != live_.end()) release(r.ptr, Live(old->second), r.start, r.start, old->second.mapped);
+      if (old != live_.end()) release(r.ptr, Live(old->second), r.start, r.start, old->second.mapped, 0);
       ++counts_.allocs;
-      const Live l{r.bytes, dev, r.stream, false};
-      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end);
-      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end);
+      const bool async = (r.flags & record_flag::kAsync) != 0;
+      const Live l{r.bytes, dev, r.stream, false, async, r.stack};
+      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
+      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
       add_live(r.ptr, l);
+      if (r.flags & record_flag::kPoolReserved) pool_reserved_[static_cast<size_t>(dev)] = r.aux;
+      note_point(r.end, dev);
       return;
     }
     case Kind::Free: {
@@ -80,14 +107,16 @@ void MemoryTracker::on_record(const Record& r) {
         return;
       }
       ++counts_.frees;
-      release(r.ptr, Live(it->second), r.start, r.end, false);
+      const Live l = it->second;
+      if (r.flags & record_flag::kPoolReserved) pool_reserved_[static_cast<size_t>(l.device)] = r.aux;
+      release(r.ptr, l, r.start, r.end, false, r.stack);
       return;
     }
     case Kind::VmmCreate:
       if (r.result == 0) vmm_handles_[r.ptr] = device_or_zero(r.device);
       else if (r.result == kOutOfMemory) {
         ++counts_.ooms;
-        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end, r.aux);
+        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end, r.stack, r.aux);
       }
       return;
     case Kind::VmmRelease:
@@ -98,9 +127,10 @@ void MemoryTracker::on_record(const Record& r) {
       auto h = vmm_handles_.find(r.ptr2);
       const int dev = h != vmm_handles_.end() ? h->second : device_or_zero(r.device);
       ++counts_.maps;
-      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end);
-      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end);
-      add_live(r.ptr, Live{r.bytes, dev, 0, true});
+      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end, r.stack);
+      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end, r.stack);
+      add_live(r.ptr, Live{r.bytes, dev, 0, true, false, r.stack});
+      note_point(r.end, dev);
       return;
     }
     case Kind::VmmUnmap: {
@@ -114,7 +144,7 @@ void MemoryTracker::on_record(const Record& r) {
       std::sort(inside.begin(), inside.end());
       for (uint64_t addr : inside) {
         ++counts_.unmaps;
-        release(addr, Live(live_.at(addr)), r.start, r.end, true);
+        release(addr, Live(live_.at(addr)), r.start, r.end, true, r.stack);
       }
       return;
     }
@@ -147,7 +177,8 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time) const {
     seg.stream = l.stream;
     seg.large = l.size > kLargeSegment;
     seg.is_expandable = l.mapped;
-    seg.blocks.push_back(formats::Block{addr, l.size, l.size, formats::BlockState::ActiveAllocated, 0});
+    seg.stack = l.stack;
+    seg.blocks.push_back(formats::Block{addr, l.size, l.size, formats::BlockState::ActiveAllocated, l.stack});
     s.segments.push_back(std::move(seg));
     max_device = std::max(max_device, l.device);
   }
@@ -166,6 +197,7 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time) const {
     t.stream = e.stream;
     t.time_us = to_us(e.ticks);
     t.device_free = e.device_free;
+    t.stack = e.stack;
     s.device_traces[static_cast<size_t>(e.device)].push_back(t);
   }
   return s;

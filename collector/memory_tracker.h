@@ -18,11 +18,20 @@ struct MemoryCounts {
   uint64_t overwritten = 0;       // history entries pushed out of the ring
 };
 
+// Device memory over time, one point per change (the trace's counters).
+struct MemoryPoint {
+  uint64_t ticks;
+  int device;
+  uint64_t allocated;  // bytes live in allocations nb saw
+  uint64_t reserved;   // bytes held from CUDA: allocations + mappings + what pools keep beyond them
+};
+
 class MemoryTracker {
  public:
   explicit MemoryTracker(size_t max_entries) : max_entries_(max_entries ? max_entries : 1) {}
 
-  // Ignores records that are not about device memory.
+  // Ignores records that are not about device memory. `r.stack` is a
+  // StackTable id here (the collector has interned it).
   void on_record(const Record& r);
 
   // Live allocations as segments and the newest history, with ticks turned
@@ -30,6 +39,8 @@ class MemoryTracker {
   formats::SnapshotData snapshot(const TimeMap& time) const;
 
   const MemoryCounts& counts() const { return counts_; }
+  const std::vector<MemoryPoint>& curve() const { return curve_; }
+  uint64_t curve_dropped() const { return curve_dropped_; }
   // Bytes live now on `device`, and the most that were live at once.
   uint64_t live_bytes(int device) const;
   uint64_t peak_bytes(int device) const;
@@ -40,24 +51,33 @@ class MemoryTracker {
     int device;
     uint64_t stream;
     bool mapped;  // cuMemMap'ed range (virtual memory), not an allocation
+    bool async;   // stream-ordered, from a memory pool
+    uint32_t stack;  // StackTable id of the allocating call (0 = none)
   };
   struct Entry {
     formats::Action action;
     int device;
     uint64_t addr, size, stream, ticks, device_free;
+    uint32_t stack;
   };
   void push(formats::Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-            uint64_t ticks, uint64_t device_free = 0);
+            uint64_t ticks, uint32_t stack, uint64_t device_free = 0);
   void add_live(uint64_t addr, const Live& l);
   void remove_live(uint64_t addr, const Live& l);
-  void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap);
+  void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap, uint32_t stack);
 
   size_t max_entries_;
   std::vector<Entry> ring_;
   size_t next_ = 0;  // ring_ index of the next write once full
   std::unordered_map<uint64_t, Live> live_;
   std::unordered_map<uint64_t, int> vmm_handles_;  // cuMemCreate handle → device
+  void grow_devices(int device);
+  void note_point(uint64_t ticks, int device);
   std::vector<uint64_t> live_bytes_, peak_bytes_;  // per device
+  std::vector<uint64_t> async_bytes_;   // per device: live stream-ordered (pool) allocations
+  std::vector<uint64_t> pool_reserved_;  // per device: latest reserved bytes a pool reported
+  std::vector<MemoryPoint> curve_;
+  uint64_t curve_dropped_ = 0;
   MemoryCounts counts_;
 };
 

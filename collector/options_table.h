@@ -30,6 +30,14 @@
   NB_OPTION(cupti_flush_ms, NB_CUPTI_FLUSH_MS, UInt, "250", 0, 600000, "",                  \
     "How often partly filled CUPTI buffers are collected while recording, in ms (0 = only " \
     "when a buffer fills and at the end)")                                                  \
+  NB_OPTION(stacks, NB_STACKS, Choice, "memory", 0, 0, "none|memory|launch|all",             \
+    "Which calls get their native + Python stack: none, memory (allocations, frees, "     \
+    "mappings), launch (kernel and graph launches), all (every recorded call)")           \
+  NB_OPTION(stack_depth, NB_STACK_DEPTH, UInt, "64", 1, 256, "",                             \
+    "Most native frames kept per stack (and most Python frames)")                          \
+  NB_OPTION(torch_allocs, NB_TORCH_ALLOCS, Bool, "0", 0, 0, "",                              \
+    "1 = add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF at start-up, so each "     \
+    "PyTorch tensor allocation and free is a CUDA call nb sees (changes the allocator)")    \
   NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "200000", 1, 100000000, "",           \
     "Memory history ring: newest entries kept in the snapshot's device_traces")             \
   NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, "",                  \

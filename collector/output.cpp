@@ -338,6 +338,24 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   });
   js.overlaps_clipped = clip_partial_overlaps(t.events, 0);
 
+  // Memory curves, under each GPU's timeline: the sawtooth of a training
+  // step, a leak's rising floor, the gap of what pools keep.
+  const auto& curve = s.memory().curve();
+  if (!curve.empty()) {
+    const uint32_t counter_name = static_cast<uint32_t>(t.names.size());
+    t.names.emplace_back("Device memory (bytes)");
+    t.counters.reserve(curve.size());
+    for (const MemoryPoint& p : curve) {
+      formats::Counter c;
+      c.name = counter_name;
+      c.pid = p.device;
+      c.ts_ns = static_cast<uint64_t>(ctx.time.epoch_ns(p.ticks));
+      c.values = {{"allocated", static_cast<double>(p.allocated)}, {"reserved", static_cast<double>(p.reserved)}};
+      t.counters.push_back(std::move(c));
+      gpus[static_cast<uint32_t>(p.device)] = true;
+    }
+  }
+
   for (const auto& [gpu, seen] : gpus) {
     t.processes.push_back({static_cast<int64_t>(gpu), "GPU " + std::to_string(gpu),
                            static_cast<int64_t>(gpu) + 0x10000000});
@@ -373,6 +391,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
 
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx) {
   formats::SnapshotData snap = s.memory().snapshot(ctx.time);
+  if (!ctx.stacks.empty()) snap.stacks = ctx.stacks;
   snap.allocator_settings.emplace_back("recorded_by", "nb (libnb_shim.so)");
   snap.allocator_settings.emplace_back("source", "CUDA driver and runtime allocation calls");
   return snap;

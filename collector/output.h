@@ -34,6 +34,7 @@ struct OutputContext {
   std::vector<formats::DeviceProperties> devices;
   double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
   bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
+  std::vector<formats::Stack> stacks;      // named stacks, index = StackTable id (NB_STACKS)
 };
 
 // What joining host and device records found (for the footer and tests).

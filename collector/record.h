@@ -31,6 +31,7 @@ enum class CopyKind : uint8_t { Unknown = 0, HtoD, DtoH, DtoD, HtoH, Peer, Defau
 namespace record_flag {
 constexpr uint8_t kManaged = 1 << 0;  // cuMemAllocManaged / cudaMallocManaged
 constexpr uint8_t kAsync = 1 << 1;    // stream-ordered allocation or free
+constexpr uint8_t kPoolReserved = 1 << 2;  // aux = bytes the memory pool holds after the call
 }  // namespace record_flag
 
 struct alignas(64) Record {
@@ -41,13 +42,19 @@ struct alignas(64) Record {
   uint16_t api;       // ApiId (shim/api.h)
   Kind kind;
   uint8_t flags;
-  int32_t result;     // CUresult / cudaError_t
-  int32_t device;     // -1 = unknown
+  int16_t result;     // CUresult / cudaError_t (all below 1000)
+  int16_t device;     // -1 = unknown
+  // Native + Python stack (NB_STACKS). In the ring: 1 + the low 32 bits of
+  // the stack's position in the thread's FrameRing, 0 = none. The collector
+  // replaces it with the interned stack id (StackTable) before the record
+  // goes on to the session.
+  uint32_t stack;
   uint64_t ptr;
   uint64_t ptr2;
   uint64_t bytes;
   uint64_t stream;
-  uint64_t aux;       // Memcpy: CopyKind; failed Alloc: free bytes the device reported
+  uint64_t aux;       // Memcpy: CopyKind; failed Alloc: free bytes the device reported;
+                      // with kPoolReserved: the pool's reserved bytes after the call
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_mem;

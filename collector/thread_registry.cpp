@@ -22,7 +22,8 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
     // One anonymous mapping for the slot header and its records: pages are
     // only touched as the ring fills, and it never goes through malloc, which
     // the host program (or another preloaded tool) may have replaced.
-    const size_t bytes = sizeof(Record) * capacity_ + 4096;
+    const size_t record_bytes = sizeof(Record) * capacity_;
+    const size_t bytes = 4096 + record_bytes + sizeof(uint64_t) * frame_capacity_;
     void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
       failed_.fetch_add(1, std::memory_order_relaxed);
@@ -30,6 +31,9 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
     }
     auto* records = reinterpret_cast<Record*>(static_cast<char*>(mem) + 4096);
     slot = new (mem) ThreadSlot(records, capacity_);
+    if (frame_capacity_) {
+      slot->frames.init(reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + 4096 + record_bytes), frame_capacity_);
+    }
     static_assert(sizeof(ThreadSlot) <= 4096, "slot header fits its page");
     ThreadSlot* head = head_.load(std::memory_order_relaxed);
     do {

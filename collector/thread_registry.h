@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "collector/frame_ring.h"
 #include "collector/ring.h"
 
 namespace nb {
@@ -15,6 +16,7 @@ struct ThreadSlot {
   ThreadSlot(Record* records, uint32_t capacity) : ring(records, capacity) {}
 
   Ring ring;
+  FrameRing frames;  // stacks of the ring's records; empty when NB_STACKS=none
   std::atomic<int> state{kOwned};
   std::atomic<uint32_t> tid{0};
   uint32_t index = 0;     // process-unique per owner; high half of record ids
@@ -24,7 +26,10 @@ struct ThreadSlot {
 
 class ThreadRegistry {
  public:
-  explicit ThreadRegistry(uint32_t ring_capacity) : capacity_(ring_capacity) {}
+  // `frame_capacity`: entries of each thread's FrameRing (a power of two, or
+  // 0 for no stacks).
+  explicit ThreadRegistry(uint32_t ring_capacity, uint32_t frame_capacity = 0)
+      : capacity_(ring_capacity), frame_capacity_(frame_capacity) {}
 
   // Called by a thread that has no slot yet. Returns nullptr only when memory
   // for a new ring cannot be had (the caller counts the record as dropped).
@@ -49,6 +54,7 @@ class ThreadRegistry {
 
  private:
   const uint32_t capacity_;
+  const uint32_t frame_capacity_;
   std::atomic<ThreadSlot*> head_{nullptr};
   std::atomic<uint32_t> next_index_{0};
   std::atomic<uint64_t> failed_{0};

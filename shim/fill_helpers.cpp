@@ -25,6 +25,8 @@ Fn driver_fn(std::atomic<void*>& slot, const char* name) {
 
 std::atomic<void*> g_cuCtxGetDevice{nullptr};
 std::atomic<void*> g_cuMemGetInfo{nullptr};
+std::atomic<void*> g_cuDeviceGetMemPool{nullptr};
+std::atomic<void*> g_cuMemPoolGetAttribute{nullptr};
 std::atomic<void*> g_cuFuncGetName{nullptr};
 std::atomic<void*> g_cuKernelGetName{nullptr};
 
@@ -107,6 +109,22 @@ int current_device() {
 int prop_device(const CUmemAllocationProp* prop) {
   if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) return prop->location.id;
   return current_device();
+}
+
+void note_pool_reserved(Record& r, uint64_t pool, int device) {
+  using DeviceGetMemPool = CUresult (*)(CUmemoryPool*, CUdevice);
+  using PoolGetAttribute = CUresult (*)(CUmemoryPool, CUmemPool_attribute, void*);
+  CUmemoryPool p = reinterpret_cast<CUmemoryPool>(pool);
+  if (p == nullptr) {
+    // cudaMallocAsync / cuMemAllocAsync draw from the device's current pool.
+    auto get_pool = driver_fn<DeviceGetMemPool>(g_cuDeviceGetMemPool, "cuDeviceGetMemPool");
+    if (device < 0 || get_pool == nullptr || get_pool(&p, device) != CUDA_SUCCESS || p == nullptr) return;
+  }
+  auto get_attr = driver_fn<PoolGetAttribute>(g_cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
+  cuuint64_t reserved = 0;
+  if (get_attr == nullptr || get_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS) return;
+  r.aux = reserved;
+  r.flags |= record_flag::kPoolReserved;
 }
 
 uint64_t device_free_bytes() {

@@ -11,6 +11,7 @@
 #include "collector/clock.h"
 #include "collector/record.h"
 #include "shim/join.h"
+#include "shim/stack_capture.h"
 #include "shim/state.h"
 #include "shim/thread_state.h"
 
@@ -44,6 +45,7 @@ class HookScope {
     target_ = rec_;
     if (rec_ == nullptr) return;
     t.corr_first = t.corr_last = 0;
+    if (__builtin_expect(g_stack_kinds != 0, 0) && wants_stack(kind)) capture_stack(t, rec_);
     if (__builtin_expect(g_join_mode == JoinMode::External, 0) && causes_device_work(kind)) {
       push_external_id(rec_->id);
       pushed_ = true;
@@ -73,7 +75,7 @@ class HookScope {
   void finish(int32_t rc) {
     if (rec_ == nullptr) return;
     rec_->end = now_ticks();
-    rec_->result = rc;
+    rec_->result = static_cast<int16_t>(rc > 32767 ? 32767 : rc);
     const ThreadState& t = t_state;
     rec_->corr_first = t.corr_first;
     rec_->corr_last = t.corr_last;

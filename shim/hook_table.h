@@ -59,17 +59,20 @@
   NB_TWIN(X, cuMemAllocAsync, cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 11020, Alloc,     \
     (CUdeviceptr* dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream),         \
     { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
-      r.stream = handle(hStream); r.flags |= record_flag::kAsync; })                           \
+      r.stream = handle(hStream); r.flags |= record_flag::kAsync;                              \
+      if (rc == 0) note_pool_reserved(r, 0, r.device); })                                      \
   NB_TWIN(X, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 11020, Alloc, \
     (CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
     (dptr, bytesize, pool, hStream),                                                           \
     { r.bytes = bytesize; r.ptr = rc == 0 ? *dptr : 0; r.device = current_device();            \
-      r.ptr2 = handle(pool); r.stream = handle(hStream); r.flags |= record_flag::kAsync; })    \
+      r.ptr2 = handle(pool); r.stream = handle(hStream); r.flags |= record_flag::kAsync;       \
+      if (rc == 0) note_pool_reserved(r, r.ptr2, r.device); })                                 \
   X(cuMemFree_v2, "cuMemFree", 3020, ANY, Free,                                                \
     (CUdeviceptr dptr), (dptr), { r.ptr = dptr; })                                             \
   NB_TWIN(X, cuMemFreeAsync, cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 11020, Free,         \
     (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),                                     \
-    { r.ptr = dptr; r.stream = handle(hStream); r.flags |= record_flag::kAsync; })             \
+    { r.ptr = dptr; r.stream = handle(hStream); r.flags |= record_flag::kAsync;                \
+      if (rc == 0) note_pool_reserved(r, 0, current_device()); })                              \
   /* ---- virtual memory management ---- */                                                    \
   X(cuMemCreate, "cuMemCreate", 10020, ANY, VmmCreate,                                         \
     (CUmemGenericAllocationHandle* handle_out, size_t size, const CUmemAllocationProp* prop,   \
@@ -220,13 +223,16 @@
   NB_RT_TWIN(X, cudaMallocAsync, cudaMallocAsync_ptsz, Alloc,                                   \
     (void** devPtr, size_t size, cudaStream_t s), (devPtr, size, s),                           \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*devPtr) : 0; r.device = current_device();      \
-      r.stream = handle(s); r.flags |= record_flag::kAsync; })                                 \
+      r.stream = handle(s); r.flags |= record_flag::kAsync;                                    \
+      if (rc == 0) note_pool_reserved(r, 0, r.device); })                                      \
   NB_RT_TWIN(X, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync_ptsz, Alloc,                   \
     (void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t s), (ptr, size, pool, s),       \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*ptr) : 0; r.device = current_device();         \
-      r.ptr2 = handle(pool); r.stream = handle(s); r.flags |= record_flag::kAsync; })          \
+      r.ptr2 = handle(pool); r.stream = handle(s); r.flags |= record_flag::kAsync;             \
+      if (rc == 0) note_pool_reserved(r, r.ptr2, r.device); })                                 \
   NB_RT_TWIN(X, cudaFreeAsync, cudaFreeAsync_ptsz, Free, (void* devPtr, cudaStream_t s), (devPtr, s), \
-    { r.ptr = handle(devPtr); r.stream = handle(s); r.flags |= record_flag::kAsync; })         \
+    { r.ptr = handle(devPtr); r.stream = handle(s); r.flags |= record_flag::kAsync;            \
+      if (rc == 0) note_pool_reserved(r, 0, current_device()); })                              \
   X(cudaMallocManaged, "cudaMallocManaged", Alloc,                                             \
     (void** devPtr, size_t size, unsigned int flags), (devPtr, size, flags),                   \
     { r.bytes = size; r.ptr = rc == 0 ? handle(*devPtr) : 0; r.device = current_device();      \

@@ -20,6 +20,9 @@
 #include "shim/hook_scope.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
+#include "shim/stack_capture.h"
+#include "shim/python_frames.h"
+#include "shim/torch_allocs.h"
 #include "shim/thread_state.h"
 
 extern char* program_invocation_short_name;
@@ -113,6 +116,8 @@ double measure_record_cost_ns() {
   return static_cast<double>(monotonic_ns() - t0) / (kSlots - 1);
 }
 
+std::string* g_torch_allocs_note = nullptr;
+
 __attribute__((constructor)) void on_load() {
   // Only what the dlsym entry point needs, and the fork handler (a fork in
   // the middle of start-up must leave a disabled child, not one waiting for
@@ -120,6 +125,17 @@ __attribute__((constructor)) void on_load() {
   // CUDA call, so programs that never use CUDA see no difference.
   nb_resolve_real_dlsym();
   pthread_atfork(nullptr, nullptr, on_fork_child);
+  // Before the program (PyTorch) reads its allocator configuration, and
+  // while the process is still single-threaded, as setenv needs.
+  const char* torch_allocs = std::getenv("NB_TORCH_ALLOCS");
+  bool wanted = false;
+  if (torch_allocs != nullptr && parse_bool(torch_allocs, wanted) && wanted) {
+    const AllocConfChange c = torch_alloc_conf(std::getenv("PYTORCH_ALLOC_CONF"), std::getenv("PYTORCH_CUDA_ALLOC_CONF"));
+    if (!c.variable.empty()) setenv(c.variable.c_str(), c.value.c_str(), 1);
+    // Said once the log is set up (init_state); a plain pointer, because
+    // this constructor may run before the file's other globals are built.
+    if (!c.note.empty()) g_torch_allocs_note = new std::string(c.note);
+  }
 }
 
 __attribute__((destructor)) void on_unload() { finish(); }
@@ -156,11 +172,15 @@ void init_state() {
   Options o = parse_options([](const char* n) { return static_cast<const char*>(std::getenv(n)); }, problems);
   log::init(o.log);
   for (const std::string& p : problems) log::warn(p);
+  if (g_torch_allocs_note != nullptr) log::warn(*g_torch_allocs_note);
   for (const std::string& line : describe_options(o)) log::debug(line);
 
   g_options = new Options(o);
   g_names = new NameTable;
-  g_registry = new ThreadRegistry(round_up_pow2(o.ring_records));
+  std::string stack_note;
+  const uint32_t frame_capacity = init_stacks(o.stacks, o.stack_depth, stack_note);
+  if (!stack_note.empty()) log::warn(stack_note);
+  g_registry = new ThreadRegistry(round_up_pow2(o.ring_records), frame_capacity);
   g_program = new std::string(safe_program_name());
   g_prefix = new std::string(absolute(expand_prefix(o.out, getpid(), *g_program)));
   if (pthread_key_create(&g_exit_key, on_thread_exit) != 0) {
@@ -181,6 +201,15 @@ bool ensure_started() {
     set_state(State::Disabled);
     return false;
   }
+}
+
+StackSources stack_sources() {
+  StackSources s;
+  uint64_t begin = 0, end = 0;
+  if (own_code_range(begin, end)) s.is_own_pc = [begin, end](uint64_t pc) { return pc >= begin && pc < end; };
+  s.is_python_eval_pc = is_python_eval_pc;
+  s.python_code_info = python_code_info;
+  return s;
 }
 
 bool start_collector() {
@@ -224,7 +253,7 @@ bool start_collector() {
     ctx.device_note = "NB_DEVICE=0";
   }
   CollectorHooks hooks{[] { return synchronize_devices(std::chrono::seconds(5)); }, query_devices,
-                       [] { return g_calls_during_start.load(std::memory_order_relaxed); }};
+                       [] { return g_calls_during_start.load(std::memory_order_relaxed); }, stack_sources()};
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {
     log::warn("cannot start the collector thread; recording disabled");

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -75,4 +76,129 @@ TEST_CASE("the memory ring keeps the newest NB_MEM_MAX_ENTRIES entries", "[integ
   REQUIRE(trace.size() == 7);
   CHECK(trace[6]["action"] == "oom");  // the newest survives
   CHECK(r.table.find("Memory history entries overwritten") != std::string::npos);
+}
+
+namespace {
+// The line of `needle` in a test program's source (1-based), 0 if absent.
+int source_line(const std::string& file, const std::string& needle) {
+  std::ifstream f(std::string(NB_SOURCE_DIR) + "/test/programs/" + file);
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.find(needle) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+bool has_frame(const nlohmann::json& frames, const std::string& file_suffix, int line, const std::string& name_part) {
+  for (const auto& f : frames) {
+    const std::string file = f["filename"];
+    const std::string name = f["name"];
+    if (file.size() >= file_suffix.size() && file.compare(file.size() - file_suffix.size(), file_suffix.size(), file_suffix) == 0 &&
+        f["line"] == line && name.find(name_part) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("stacks: the leak's surviving allocation names the leaking line and its callers", "[integration][memory][stacks]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.snapshot["segments"].size() == 1);
+  const int leak_line = source_line("memory.cpp", "CHECK_CU(cudaMalloc(&g_leak");
+  const int call_line = source_line("memory.cpp", "  leak_one();");
+  REQUIRE(leak_line > 0);
+  REQUIRE(call_line > 0);
+  const auto& block_frames = r.snapshot["segments"][0]["blocks"][0]["frames"];
+  INFO(block_frames.dump(1));
+  // Innermost first: the program's own frame is the first one, not nb's.
+  REQUIRE(block_frames.size() >= 2);
+  const std::string first = block_frames[0]["filename"];
+  CHECK(first.find("memory.cpp") != std::string::npos);
+  CHECK(has_frame(block_frames, "memory.cpp", leak_line, "leak_one"));
+  CHECK(has_frame(block_frames, "memory.cpp", call_line, "main"));
+  // The trace's alloc entry for it carries the same stack.
+  bool traced = false;
+  for (const auto& e : r.snapshot["device_traces"][0]) {
+    if (e["action"] == "alloc" && e["addr"] == r.snapshot["segments"][0]["address"]) {
+      traced = has_frame(e["frames"], "memory.cpp", leak_line, "leak_one");
+    }
+  }
+  CHECK(traced);
+}
+
+TEST_CASE("stacks: NB_STACKS=none records no frames", "[integration][memory][stacks]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}, {"NB_STACKS", "none"}});
+  REQUIRE(r.run.exit_code == 0);
+  for (const auto& e : r.snapshot["device_traces"][0]) CHECK(e["frames"].empty());
+}
+
+TEST_CASE("snapshot invariants: blocks tile segments; the trace replays back to an empty device", "[integration][memory]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}});
+  REQUIRE(r.run.exit_code == 0);
+  // Blocks tile their segment: contiguous, from its start, summing to its size.
+  std::map<unsigned long long, unsigned long long> live;  // segment address → size
+  for (const auto& seg : r.snapshot["segments"]) {
+    unsigned long long at = seg["address"], total = 0;
+    for (const auto& b : seg["blocks"]) {
+      CHECK(b["address"] == at);
+      at += b["size"].get<unsigned long long>();
+      total += b["size"].get<unsigned long long>();
+    }
+    CHECK(total == seg["total_size"]);
+    live[seg["address"]] = seg["total_size"];
+  }
+  // Backwards from the final state, MemoryViz's way: every segment_alloc /
+  // segment_map finds its segment live, every segment_free / unmap finds it
+  // gone; alloc / free_completed happen inside a live segment.
+  const auto& trace = r.snapshot["device_traces"][0];
+  for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
+    const std::string a = (*it)["action"];
+    if (a == "oom") continue;
+    const unsigned long long addr = (*it)["addr"], size = (*it)["size"];
+    INFO(a << " at " << addr);
+    if (a == "segment_free" || a == "segment_unmap") {
+      CHECK(live.count(addr) == 0);
+      live[addr] = size;
+    } else if (a == "segment_alloc" || a == "segment_map") {
+      REQUIRE(live.count(addr) == 1);
+      CHECK(live[addr] == size);
+      live.erase(addr);
+    } else {
+      CHECK(live.count(addr) == 1);  // alloc, free_requested, free_completed: inside a live segment
+    }
+  }
+  CHECK(live.empty());
+}
+
+TEST_CASE("trace: device memory counters follow allocations and frees", "[integration][memory]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}});
+  REQUIRE(r.run.exit_code == 0);
+  std::vector<nlohmann::json> counters;
+  for (const auto& e : r.trace["traceEvents"]) {
+    if (e["ph"] == "C") counters.push_back(e);
+  }
+  // One point per allocation, free, map and unmap (the OOM changes nothing).
+  const auto m = nbtest::read_manifest(dir.file("manifest"));
+  REQUIRE(counters.size() == m.allocs.size() + m.frees.size() + 2);
+  double peak = 0, prev_ts = -1;
+  for (const auto& c : counters) {
+    CHECK(c["pid"] == 0);  // GPU 0's process, beside its streams
+    CHECK(c["args"]["reserved"].get<double>() >= c["args"]["allocated"].get<double>());
+    CHECK(c["ts"].get<double>() >= prev_ts);
+    prev_ts = c["ts"];
+    peak = std::max(peak, c["args"]["allocated"].get<double>());
+  }
+  CHECK(counters.back()["args"]["allocated"] == (3 << 20));  // the leak
+  CHECK(peak == 9441536);  // the table's peak for this program
 }

@@ -1,0 +1,74 @@
+// A thread's stacks, beside its record ring: the producer (the thread, inside
+// a hook) writes a stack as one header entry followed by its native return
+// addresses and its Python frames, contiguously, and points its record at the
+// header; the collector reads it when it drains that record, then frees the
+// space. Records are drained in order, so the space is freed in order too and
+// a single pair of counters suffices, as in Ring.
+//
+// A stack never wraps round the end of the array: when it would, the
+// producer skips to the start, and the skipped tail is freed with the next
+// stack. No room: the stack is left out (the record keeps no stack) and
+// counted; the thread never waits.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+namespace nb {
+
+namespace stack_header {
+// Header entry: counts of native and Python frames that follow it.
+inline uint64_t make(uint32_t native, uint32_t python) { return uint64_t(native) | (uint64_t(python) << 16); }
+inline uint32_t native(uint64_t h) { return uint32_t(h & 0xffff); }
+inline uint32_t python(uint64_t h) { return uint32_t((h >> 16) & 0xffff); }
+}  // namespace stack_header
+
+class FrameRing {
+ public:
+  FrameRing() = default;
+  // `capacity` must be a power of two, larger than any one stack.
+  void init(uint64_t* slots, uint32_t capacity) {
+    slots_ = slots;
+    mask_ = capacity - 1;
+  }
+  bool valid() const { return slots_ != nullptr; }
+
+  // Producer: room for up to `n` entries, contiguous; nullptr when full.
+  // `pos` receives the position to pass to commit() and to store in the record.
+  uint64_t* reserve(uint32_t n, uint64_t& pos) {
+    uint64_t h = head_;
+    if ((h & mask_) + n > mask_ + 1) h = (h | mask_) + 1;  // would wrap: start over
+    if (h + n - cached_tail_ > mask_ + 1) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h + n - cached_tail_ > mask_ + 1) {
+        dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return nullptr;
+      }
+    }
+    pos = h;
+    return &slots_[h & mask_];
+  }
+  // Producer: the stack at `pos` ended at `end`. Made visible to the consumer
+  // by the release store that publishes its record.
+  void commit(uint64_t end) { head_ = end; }
+
+  // Consumer: the stack whose record holds `low32 + 1`, given in order.
+  const uint64_t* at(uint32_t low32, uint64_t& pos) const {
+    const uint64_t t = tail_.load(std::memory_order_relaxed);
+    pos = t + static_cast<uint32_t>(low32 - static_cast<uint32_t>(t));
+    return &slots_[pos & mask_];
+  }
+  // Consumer: everything before `end` has been read.
+  void release(uint64_t end) { tail_.store(end, std::memory_order_release); }
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  uint64_t* slots_ = nullptr;
+  uint64_t mask_ = 0;
+  uint64_t head_ = 0;         // producer only
+  uint64_t cached_tail_ = 0;  // producer's last view of tail_
+  std::atomic<uint64_t> dropped_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace nb

@@ -1,0 +1,103 @@
+#include "shim/stack_capture.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+
+#include "shim/python_frames.h"
+#include "shim/real_functions.h"
+
+namespace nb::shim {
+
+uint32_t g_stack_kinds = 0;
+
+namespace {
+
+uint32_t g_depth = 64;
+using Backtrace = int (*)(void**, int);
+Backtrace g_backtrace = nullptr;
+
+uint32_t kinds_for(const std::string& which) {
+  auto bit = [](Kind k) { return 1u << static_cast<unsigned>(k); };
+  const uint32_t memory = bit(Kind::Alloc) | bit(Kind::Free) | bit(Kind::VmmCreate) | bit(Kind::VmmRelease) |
+                          bit(Kind::VmmMap) | bit(Kind::VmmUnmap) | bit(Kind::HostAlloc) | bit(Kind::HostFree);
+  const uint32_t launch = bit(Kind::Launch) | bit(Kind::Graph);
+  if (which == "memory") return memory;
+  if (which == "launch") return launch;
+  if (which == "all") return ~0u;
+  return 0;
+}
+
+uint32_t round_up_pow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note) {
+  g_stack_kinds = kinds_for(which);
+  if (g_stack_kinds == 0) return 0;
+  g_depth = depth;
+  // libunwind, loaded privately: linked normally (or preloaded) it would put
+  // its own _Unwind_RaiseException and backtrace in front of libgcc's and
+  // glibc's, and the program's C++ exceptions would go through it. Debian
+  // ships no PIC static archive to link in instead.
+  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) g_backtrace = reinterpret_cast<Backtrace>(real_dlsym(h, "unw_backtrace"));
+  if (g_backtrace == nullptr) {
+    // glibc's backtrace (libgcc's unwinder) works too, more slowly; its first
+    // call loads libgcc_s, so make it now rather than inside a hook.
+    void* warm[4];
+    ::backtrace(warm, 4);
+    g_backtrace = &::backtrace;
+    note = "libunwind.so.8 not found: native stacks through glibc's backtrace (slower)";
+  }
+  // Room for a few thousand stacks per thread; pages are touched as used.
+  return round_up_pow2(64 * (2 * depth + 1));
+}
+
+void capture_stack(ThreadState& t, Record* r) {
+  FrameRing& ring = t.slot->frames;
+  if (!ring.valid()) return;
+  uint64_t pos = 0;
+  uint64_t* p = ring.reserve(1 + 2 * g_depth, pos);
+  if (p == nullptr) return;  // counted by the ring
+  int native = g_backtrace(reinterpret_cast<void**>(p + 1), static_cast<int>(g_depth));
+  if (native < 0) native = 0;
+  const size_t python = capture_python_frames(p + 1 + native, g_depth);
+  p[0] = stack_header::make(static_cast<uint32_t>(native), static_cast<uint32_t>(python));
+  ring.commit(pos + 1 + native + python);
+  r->stack = static_cast<uint32_t>(pos) + 1;
+}
+
+bool own_code_range(uint64_t& begin, uint64_t& end) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&capture_stack), &info) == 0 || info.dli_fbase == nullptr) return false;
+  struct Range {
+    const void* base;
+    uint64_t begin = 0, end = 0;
+  } range{info.dli_fbase};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* data) {
+        auto* r = static_cast<Range*>(data);
+        // The shim is a shared object: its load base is dlpi_addr.
+        if (reinterpret_cast<const void*>(i->dlpi_addr) != r->base) return 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+            r->begin = i->dlpi_addr + ph.p_vaddr;
+            r->end = r->begin + ph.p_memsz;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &range);
+  begin = range.begin;
+  end = range.end;
+  return end > begin;
+}
+
+}  // namespace nb::shim

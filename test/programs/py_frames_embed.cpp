@@ -1,0 +1,166 @@
+// shim/python_frames.cpp in a program that loads libpython late, with
+// dlopen, and embeds it: usage: py_frames_embed LIBPYTHON global|local
+//
+// Before the load and before Py_Initialize nothing is captured (and the
+// look-up is retried cheaply); a libpython loaded RTLD_LOCAL, which
+// RTLD_DEFAULT cannot see, is found too; an exception pending at the capture
+// stays pending; after Py_FinalizeEx and a second Py_InitializeEx the new
+// code objects are named right. Prints one line per check; exit 1 on failure.
+#include <dlfcn.h>
+#include <execinfo.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shim/python_frames.h"
+
+namespace nb::shim {
+void* real_dlsym(void* handle, const char* name) { return dlsym(handle, name); }
+}  // namespace nb::shim
+
+namespace {
+
+void* g_py = nullptr;
+int g_failed = 0;
+
+template <typename F>
+F sym(const char* name) {
+  void* p = dlsym(g_py, name);
+  if (p == nullptr) {
+    std::fprintf(stderr, "missing %s\n", name);
+    std::exit(2);
+  }
+  return reinterpret_cast<F>(p);
+}
+
+void check(const char* what, bool ok, const std::string& detail = "") {
+  std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what, ok || detail.empty() ? "" : (": " + detail).c_str());
+  if (!ok) ++g_failed;
+}
+
+size_t capture_n(size_t calls) {
+  uint64_t frames[64];
+  size_t total = 0;
+  for (size_t i = 0; i < calls; ++i) total += nb::shim::capture_python_frames(frames, 64);
+  return total;
+}
+
+std::string describe(const uint64_t* frames, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    std::string file, function;
+    if (!nb::shim::python_code_info(static_cast<uint32_t>(frames[i] >> 32) & 0x7fffffff, file, function)) {
+      file = function = "?";
+    }
+    s += (i ? " " : "") + file + ":" + std::to_string(static_cast<uint32_t>(frames[i])) + ":" + function;
+  }
+  return s;
+}
+
+// What probe() saw, the last time Python called it.
+std::string g_stack;
+bool g_error_kept = false;
+size_t g_with_error = 0;
+int g_eval_pcs = 0;
+
+// PyMethodDef, METH_NOARGS: the same in every version.
+struct MethodDef {
+  const char* name;
+  void* (*fn)(void*, void*);
+  int flags;
+  const char* doc;
+};
+
+void* probe(void*, void*) {
+  uint64_t frames[64];
+  const size_t n = nb::shim::capture_python_frames(frames, 64);
+  g_stack = describe(frames, n);
+  void* pcs[128];
+  const int depth = backtrace(pcs, 128);
+  g_eval_pcs = 0;
+  for (int i = 0; i < depth; ++i) g_eval_pcs += nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(pcs[i]));
+  // A CUDA call made while an exception is pending (a destructor running
+  // during unwinding) must leave it pending.
+  auto runtime_error = *sym<void**>("PyExc_RuntimeError");
+  sym<void (*)(void*, const char*)>("PyErr_SetString")(runtime_error, "pending");
+  g_with_error = nb::shim::capture_python_frames(frames, 64);
+  g_error_kept = sym<void* (*)()>("PyErr_Occurred")() == runtime_error;
+  sym<void (*)()>("PyErr_Clear")();
+  return sym<void* (*)(long)>("PyLong_FromLong")(static_cast<long>(n));
+}
+
+MethodDef g_probe_def = {"probe", probe, 0x0004, nullptr};
+
+void run_script(const char* script) {
+  void* main_module = sym<void* (*)(const char*)>("PyImport_AddModule")("__main__");
+  void* dict = sym<void* (*)(void*)>("PyModule_GetDict")(main_module);
+  void* fn = sym<void* (*)(void*, void*, void*)>("PyCFunction_NewEx")(&g_probe_def, nullptr, nullptr);
+  sym<int (*)(void*, const char*, void*)>("PyDict_SetItemString")(dict, "probe", fn);
+  sym<void (*)(void*)>("Py_DecRef")(fn);
+  g_stack.clear();
+  sym<int (*)(const char*)>("PyRun_SimpleString")(script);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const bool local = std::strcmp(argv[2], "local") == 0;
+
+  // No interpreter: nothing, cheaply.
+  check("no interpreter: nothing captured", capture_n(5000) == 0);
+  check("no interpreter: no evaluation loop", !nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(&main)));
+  const size_t calls = 20000000;
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t none = capture_n(calls);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::printf("bench: %.2f ns per capture without an interpreter\n",
+              std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
+  check("no interpreter: nothing captured (bench)", none == 0);
+
+  g_py = dlopen(argv[1], RTLD_NOW | (local ? RTLD_LOCAL : RTLD_GLOBAL));
+  if (g_py == nullptr) {
+    std::fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
+    return 2;
+  }
+  check("loaded, not initialized: nothing captured", capture_n(5000) == 0);
+
+  sym<void (*)(int)>("Py_InitializeEx")(0);
+  check("initialized, no Python code running: nothing captured", capture_n(10) == 0);
+  // Before 3.9 (no PyFrame_GetBack) the capture stays off.
+  int major = 0, minor = 0;
+  std::sscanf(sym<const char* (*)()>("Py_GetVersion")(), "%d.%d", &major, &minor);
+  const bool supported = major > 3 || (major == 3 && minor >= 9);
+  run_script("def inner():\n    return probe()\ndef outer():\n    return inner()\nouter()\n");
+  if (!supported) {
+    check("an interpreter before 3.9: nothing captured", g_stack.empty() && g_with_error == 0, g_stack);
+    check("the pending exception is left alone", g_error_kept);
+  } else {
+    check("embedded, loaded late: the stack", g_stack == "<string>:2:inner <string>:4:outer <string>:5:<module>",
+          g_stack);
+    check("a pending exception stays pending", g_error_kept);
+    check("a pending exception does not stop the capture", g_with_error == 3);
+    check("native frames in the evaluation loop are recognized", g_eval_pcs >= 1);
+  }
+
+  void* saved = sym<void* (*)()>("PyEval_SaveThread")();
+  check("GIL released: nothing captured", capture_n(10) == 0);
+  sym<void (*)(void*)>("PyEval_RestoreThread")(saved);
+
+  sym<int (*)()>("Py_FinalizeEx")();
+  check("finalized: nothing captured", capture_n(10) == 0);
+
+  sym<void (*)(int)>("Py_InitializeEx")(0);
+  run_script("def again():\n    return probe()\n\n\nagain()\n");
+  check("initialized again: new code objects named right",
+        g_stack == (supported ? "<string>:2:again <string>:5:<module>" : ""), g_stack);
+  sym<int (*)()>("Py_FinalizeEx")();
+
+  check("no frame went unnamed", nb::shim::python_unknown_frames() == 0);
+  std::printf("%s (%d.%d, %s)\n", g_failed ? "FAIL" : "PASS", major, minor, local ? "RTLD_LOCAL" : "RTLD_GLOBAL");
+  return g_failed ? 1 : 0;
+}

@@ -1,0 +1,125 @@
+// shim/python_frames.cpp outside the shim, for py_frames_check.py to drive
+// through ctypes: ctypes.PyDLL calls these with the GIL held, ctypes.CDLL
+// with it released. Each entry point stands for "a CUDA call made here".
+#include <dlfcn.h>
+#include <execinfo.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "shim/python_frames.h"
+
+// The shim's real_dlsym skips its own dlsym hook; there is none here.
+namespace nb::shim {
+void* real_dlsym(void* handle, const char* name) { return dlsym(handle, name); }
+}  // namespace nb::shim
+
+namespace {
+
+constexpr size_t kMaxFrames = 128;
+
+// "file:line:function\n" per frame, innermost first, into buf.
+void format(const uint64_t* frames, size_t n, char* buf, int cap) {
+  std::string text;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t f = frames[i];
+    std::string file = "?", function = "?";
+    if ((f & nb::shim::kPythonFrameBit) == 0 ||
+        !nb::shim::python_code_info(static_cast<uint32_t>((f >> 32) & 0x7fffffff), file, function)) {
+      file = "<unknown>";
+    }
+    text += file + ":" + std::to_string(static_cast<uint32_t>(f)) + ":" + function + "\n";
+  }
+  std::snprintf(buf, static_cast<size_t>(cap), "%s", text.c_str());
+}
+
+}  // namespace
+
+extern "C" {
+
+// Captures on the calling thread and names the frames on another (as the
+// collector does). Returns the number of frames.
+__attribute__((visibility("default"))) int nb_probe_capture(char* buf, int cap) {
+  uint64_t frames[kMaxFrames];
+  const size_t n = nb::shim::capture_python_frames(frames, kMaxFrames);
+  std::thread collector([&] { format(frames, n, buf, cap); });
+  collector.join();
+  return static_cast<int>(n);
+}
+
+std::atomic<int> g_last_count{-1};
+bool g_in_capture = false;
+
+__attribute__((visibility("default"))) int nb_probe_capture_count() {
+  uint64_t frames[kMaxFrames];
+  g_in_capture = true;
+  const int n = static_cast<int>(nb::shim::capture_python_frames(frames, kMaxFrames));
+  g_in_capture = false;
+  g_last_count.store(n);
+  return n;
+}
+
+// 1 while nb_probe_capture_count is capturing (asked from a gc callback).
+__attribute__((visibility("default"))) int nb_probe_in_capture() { return g_in_capture ? 1 : 0; }
+
+// What the last nb_probe_capture_count saw (-1: none since the reset); for
+// calls made where the return value cannot be had (a sub-interpreter).
+__attribute__((visibility("default"))) int nb_probe_last_count(int reset) {
+  return reset ? g_last_count.exchange(-1) : g_last_count.load();
+}
+
+__attribute__((visibility("default"))) int nb_probe_capture_max(int max) {
+  uint64_t frames[kMaxFrames];
+  const size_t m = max < 0 ? 0 : static_cast<size_t>(max);
+  return static_cast<int>(nb::shim::capture_python_frames(frames, m < kMaxFrames ? m : kMaxFrames));
+}
+
+__attribute__((visibility("default"))) int nb_probe_noop() { return 0; }
+
+// A native thread that never touched Python captures while the caller waits
+// (holding the GIL when called through PyDLL).
+__attribute__((visibility("default"))) int nb_probe_native_thread() {
+  int n = -1;
+  std::thread t([&] {
+    uint64_t frames[kMaxFrames];
+    n = static_cast<int>(nb::shim::capture_python_frames(frames, kMaxFrames));
+  });
+  t.join();
+  return n;
+}
+
+// Nanoseconds per capture of (up to) `depth` frames, `iters` times (also when
+// nothing is captured: the cost of saying no).
+__attribute__((visibility("default"))) double nb_probe_bench(int iters, int depth) {
+  uint64_t frames[kMaxFrames];
+  const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
+  size_t total = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) total += nb::shim::capture_python_frames(frames, max);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (total > static_cast<size_t>(iters) * max) return -1.0;  // never
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
+}
+
+// How many return addresses of the native stack lie in the interpreter's
+// frame-evaluation function.
+__attribute__((visibility("default"))) int nb_probe_eval_pcs() {
+  void* pcs[256];
+  const int n = backtrace(pcs, 256);
+  int in_eval = 0;
+  for (int i = 0; i < n; ++i) in_eval += nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(pcs[i])) ? 1 : 0;
+  return in_eval;
+}
+
+__attribute__((visibility("default"))) int nb_probe_main_pc_is_eval() {
+  return nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(&nb_probe_noop)) ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) unsigned long long nb_probe_unknown_frames() {
+  return nb::shim::python_unknown_frames();
+}
+}

@@ -1,0 +1,152 @@
+// Stacks from the hot path to the snapshot: the per-thread frame ring, the
+// table that interns and names them, and NB_TORCH_ALLOCS' configuration merge.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "collector/frame_ring.h"
+#include "collector/stack_table.h"
+#include "shim/torch_allocs.h"
+
+using namespace nb;
+
+namespace {
+// Writes a stack of `native` entries valued base, base+1, ... into the ring.
+bool put(FrameRing& r, uint32_t native, uint64_t base, uint32_t& tagged) {
+  uint64_t pos = 0;
+  uint64_t* p = r.reserve(1 + native, pos);
+  if (p == nullptr) return false;
+  p[0] = stack_header::make(native, 0);
+  for (uint32_t i = 0; i < native; ++i) p[1 + i] = base + i;
+  r.commit(pos + 1 + native);
+  tagged = static_cast<uint32_t>(pos) + 1;
+  return true;
+}
+// Reads the stack back the way the collector does; returns its first entry.
+uint64_t take(FrameRing& r, uint32_t tagged, uint32_t& native) {
+  uint64_t pos = 0;
+  const uint64_t* p = r.at(tagged - 1, pos);
+  native = stack_header::native(p[0]);
+  const uint64_t first = p[1];
+  for (uint32_t i = 0; i < native; ++i) REQUIRE(p[1 + i] == first + i);
+  r.release(pos + 1 + native);
+  return first;
+}
+}  // namespace
+
+TEST_CASE("frame ring: stacks come back whole and in order, across the wrap", "[unit][stacks]") {
+  std::vector<uint64_t> mem(64);
+  FrameRing r;
+  r.init(mem.data(), 64);
+  std::vector<uint32_t> tags;
+  uint64_t base = 1000;
+  for (int round = 0; round < 50; ++round) {
+    // Three stacks of 10 (+1 header) fit; the fourth would need the wrap.
+    tags.clear();
+    for (int k = 0; k < 3; ++k) {
+      uint32_t t = 0;
+      REQUIRE(put(r, 10, base + 100 * k, t));
+      tags.push_back(t);
+    }
+    for (int k = 0; k < 3; ++k) {
+      uint32_t n = 0;
+      CHECK(take(r, tags[k], n) == base + 100 * k);
+      CHECK(n == 10);
+    }
+    base += 1000;
+  }
+  CHECK(r.dropped() == 0);
+}
+
+TEST_CASE("frame ring: full means the stack is dropped and counted, never overwritten", "[unit][stacks]") {
+  std::vector<uint64_t> mem(32);
+  FrameRing r;
+  r.init(mem.data(), 32);
+  uint32_t a = 0, b = 0, c = 0;
+  REQUIRE(put(r, 14, 1, a));
+  REQUIRE(put(r, 14, 100, b));
+  CHECK_FALSE(put(r, 14, 200, c));  // 30 of 32 used: no room for 15
+  CHECK(r.dropped() == 1);
+  uint32_t n = 0;
+  CHECK(take(r, a, n) == 1);
+  CHECK(put(r, 14, 300, c));        // room again once the first is read (wraps to the start)
+  CHECK(take(r, b, n) == 100);
+  CHECK(take(r, c, n) == 300);
+}
+
+TEST_CASE("stack table: identical stacks share an id; the recorder's frames are cut", "[unit][stacks]") {
+  StackSources src;
+  src.is_own_pc = [](uint64_t pc) { return pc >= 0x1000 && pc < 0x2000; };
+  StackTable t(src);
+  const uint64_t a[] = {0x1010, 0x1020, 0x5000, 0x6000};
+  const uint64_t b[] = {0x1030, 0x5000, 0x6000};  // other own frames, same program frames
+  const uint64_t c[] = {0x1010, 0x5000, 0x7000};
+  const uint32_t ia = t.intern(a, 4, nullptr, 0);
+  const uint32_t ib = t.intern(b, 3, nullptr, 0);
+  const uint32_t ic = t.intern(c, 3, nullptr, 0);
+  CHECK(ia >= 1);
+  CHECK(ia == ib);
+  CHECK(ic != ia);
+  CHECK(t.size() == 2);
+  const uint64_t only_own[] = {0x1010};
+  CHECK(t.intern(only_own, 1, nullptr, 0) == 0);
+}
+
+TEST_CASE("stack table: overflowing the limit gives id 0 and is counted", "[unit][stacks]") {
+  StackTable t({}, 2);
+  const uint64_t a[] = {1}, b[] = {2}, c[] = {3};
+  CHECK(t.intern(a, 1, nullptr, 0) == 1);
+  CHECK(t.intern(b, 1, nullptr, 0) == 2);
+  CHECK(t.intern(c, 1, nullptr, 0) == 0);
+  CHECK(t.intern(a, 1, nullptr, 0) == 1);
+  CHECK(t.overflowed() == 1);
+}
+
+namespace {
+__attribute__((noinline)) uint64_t here() { return reinterpret_cast<uint64_t>(__builtin_return_address(0)); }
+}  // namespace
+
+TEST_CASE("stack table: Python frames replace the interpreter's frames, innermost first", "[unit][stacks]") {
+  const uint64_t native_pc = here();  // a real address in this test binary
+  constexpr uint64_t kEval = 0x9000;
+  StackSources src;
+  src.is_python_eval_pc = [](uint64_t pc) { return pc == kEval; };
+  src.python_code_info = [](uint32_t code, std::string& file, std::string& fn) {
+    file = "/srv/app" + std::to_string(code) + ".py";
+    fn = "f" + std::to_string(code);
+    return true;
+  };
+  StackTable t(src);
+  const uint64_t native[] = {native_pc, kEval, kEval, native_pc + 0};
+  const uint64_t python[] = {(1ull << 63) | (7ull << 32) | 42, (1ull << 63) | (8ull << 32) | 9};
+  const uint32_t id = t.intern(native, 4, python, 2);
+  const auto stacks = t.symbolize();
+  REQUIRE(stacks.size() == 2);
+  const auto& s = stacks[id];
+  REQUIRE(s.size() == 4);  // native, 2 Python, native; the eval frames left out
+  CHECK(s[0].name.find("here") == std::string::npos);  // the caller of here(): this test case
+  CHECK(s[1].filename == "/srv/app7.py");
+  CHECK(s[1].line == 42);
+  CHECK(s[1].name == "f7");
+  CHECK(s[2].filename == "/srv/app8.py");
+  CHECK(s[2].line == 9);
+  CHECK(s[3].filename == s[0].filename);
+}
+
+TEST_CASE("NB_TORCH_ALLOCS: backend:cudaMallocAsync merged into PyTorch's allocator settings", "[unit][stacks]") {
+  using nb::shim::torch_alloc_conf;
+  auto c = torch_alloc_conf(nullptr, nullptr);
+  CHECK(c.variable == "PYTORCH_CUDA_ALLOC_CONF");
+  CHECK(c.value == "backend:cudaMallocAsync");
+  c = torch_alloc_conf(nullptr, "expandable_segments:True");
+  CHECK(c.value == "expandable_segments:True,backend:cudaMallocAsync");
+  c = torch_alloc_conf("max_split_size_mb:64", "ignored:1");
+  CHECK(c.variable == "PYTORCH_ALLOC_CONF");
+  CHECK(c.value == "max_split_size_mb:64,backend:cudaMallocAsync");
+  c = torch_alloc_conf(nullptr, "backend:native");
+  CHECK(c.variable.empty());
+  CHECK_FALSE(c.note.empty());
+  c = torch_alloc_conf(nullptr, "backend:cudaMallocAsync");
+  CHECK(c.variable.empty());
+  CHECK(c.note.empty());
+}
