@@ -365,6 +365,20 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
                          "stream " + std::to_string(key.second), static_cast<int64_t>(key.second)});
   }
 
+  // NB_STACKS: a call's stack as one text argument, innermost first, which
+  // Perfetto and chrome://tracing show with the event. Built once per
+  // distinct stack.
+  std::vector<std::string> stack_texts(ctx.stacks.size());
+  const auto stack_text = [&](uint32_t id) -> const std::string& {
+    std::string& text = stack_texts[id];
+    if (text.empty()) {
+      for (const formats::Frame& f : ctx.stacks[id]) {
+        if (!text.empty()) text += "\n";
+        text += f.name + " (" + f.filename + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ")";
+      }
+    }
+    return text;
+  };
   for (size_t i = 0; i < recs.size(); ++i) {
     const Record& r = recs[i];
     formats::Event e;
@@ -375,6 +389,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
     e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_ns(r.start));
     e.dur_ns = r.end >= r.start ? ctx.time.duration_ns(r.end - r.start) : 0;
     add_record_args(r, ctx, e.args);
+    if (r.stack != 0 && r.stack < ctx.stacks.size()) e.args.push_back(formats::Arg::text("stack", stack_text(r.stack)));
     if (host_corr[i]) e.args.push_back(formats::Arg::integer("correlation", host_corr[i]));
     if (ctx.debug_args && (r.corr_first || r.corr_last)) {
       // Which of the ids CUPTI handed out during the call matched (first =

@@ -4,6 +4,8 @@
 #include <execinfo.h>
 #include <link.h>
 
+#include <algorithm>
+
 #include "shim/python_frames.h"
 #include "shim/real_functions.h"
 
@@ -54,8 +56,10 @@ uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note
     g_backtrace = &::backtrace;
     note = "libunwind.so.8 not found: native stacks through glibc's backtrace (slower)";
   }
-  // Room for a few thousand stacks per thread; pages are touched as used.
-  return round_up_pow2(64 * (2 * depth + 1));
+  // 2 MiB of frames per thread (pages touched as used): some 5,000 stacks
+  // of 50 frames between two drains, for bursts like a model's first
+  // allocations; at least 64 stacks of the deepest kind.
+  return std::max<uint32_t>(1u << 18, round_up_pow2(64 * (2 * depth + 1)));
 }
 
 void capture_stack(ThreadState& t, Record* r) {

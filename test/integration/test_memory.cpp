@@ -202,3 +202,23 @@ TEST_CASE("trace: device memory counters follow allocations and frees", "[integr
   CHECK(counters.back()["args"]["allocated"] == (3 << 20));  // the leak
   CHECK(peak == 9441536);  // the table's peak for this program
 }
+
+TEST_CASE("stacks: NB_STACKS=all puts each call's stack on its trace event", "[integration][memory][stacks]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}, {"NB_STACKS", "all"}});
+  REQUIRE(r.run.exit_code == 0);
+  const int leak_line = source_line("memory.cpp", "CHECK_CU(cudaMalloc(&g_leak");
+  size_t with_stack = 0, calls = 0;
+  bool leak_seen = false;
+  for (const auto& e : nbtest::host_calls(r.trace)) {
+    ++calls;
+    if (!e["args"].contains("stack")) continue;
+    ++with_stack;
+    const std::string s = e["args"]["stack"];
+    if (s.find("memory.cpp:" + std::to_string(leak_line) + ")") != std::string::npos) leak_seen = true;
+  }
+  CHECK(calls > 0);
+  CHECK(with_stack == calls);
+  CHECK(leak_seen);
+}

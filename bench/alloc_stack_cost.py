@@ -1,0 +1,41 @@
+"""Added cost of a stack (native + Python) per device allocation: cudaMalloc +
+cudaFree on the fake runtime (test/fake_cuda) through ctypes.PyDLL, which keeps
+the GIL, from a Python stack DEPTH frames deep, in bursts with pauses so the
+collector drains between them. Prints ns per call (median of the bursts).
+
+    LD_LIBRARY_PATH=build/test/fake_cuda [LD_PRELOAD=build/shim/libnb_shim.so NB_STACKS=...] \\
+        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS]
+"""
+import ctypes, statistics, sys, time
+
+DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+BURSTS = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+PER_BURST = 256
+rt = ctypes.PyDLL("libcudart.so.13")  # PyDLL: the GIL stays held during the call
+malloc, free = rt.cudaMalloc, rt.cudaFree
+malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+free.argtypes = [ctypes.c_void_p]
+
+
+def burst():
+    p = ctypes.c_void_p()
+    ref = ctypes.byref(p)
+    t0 = time.perf_counter_ns()
+    for _ in range(PER_BURST):
+        malloc(ref, 1 << 20)
+        free(p)
+    return (time.perf_counter_ns() - t0) / (2 * PER_BURST)
+
+
+def at_depth(n):
+    if n > 0:
+        return at_depth(n - 1)
+    times = []
+    for _ in range(BURSTS):
+        time.sleep(0.005)
+        times.append(burst())
+    return times
+
+
+times = at_depth(DEPTH)
+print(f"ns_per_call {statistics.median(times):.0f}")
