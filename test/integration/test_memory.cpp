@@ -222,3 +222,53 @@ TEST_CASE("stacks: NB_STACKS=all puts each call's stack on its trace event", "[i
   CHECK(with_stack == calls);
   CHECK(leak_seen);
 }
+
+namespace {
+// Runs test/programs/py_alloc.py under the shim on the fake runtime.
+nbtest::Recorded run_python_alloc(const nbtest::TempDir& dir, const std::vector<std::string>& args) {
+  nbtest::Recorded r;
+  std::vector<std::string> argv = {NB_PYTHON3, std::string(NB_SOURCE_DIR) + "/test/programs/py_alloc.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  r.run = nbtest::run(argv, nbtest::shim_env(dir.file("out")), dir.path());
+  if (nbtest::file_exists(dir.file("out.memory.pickle"))) r.snapshot = nbtest::nbread("snapshot", dir.file("out.memory.pickle"));
+  return r;
+}
+
+// The stack of the live segment of `size` bytes.
+nlohmann::json frames_of_segment(const nlohmann::json& snapshot, unsigned long long size) {
+  for (const auto& seg : snapshot["segments"]) {
+    if (seg["total_size"] == size) return seg["blocks"][0]["frames"];
+  }
+  return nlohmann::json::array();
+}
+}  // namespace
+
+TEST_CASE("stacks: Python frames of a thread holding the GIL, among the native ones", "[integration][memory][stacks][python]") {
+  nbtest::TempDir dir;
+  const auto r = run_python_alloc(dir, {});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  const auto frames = frames_of_segment(r.snapshot, 5 << 20);
+  INFO(frames.dump(1));
+  const std::string script = "py_alloc.py";
+  const int alloc = source_line(script, "# @alloc"), step = source_line(script, "# @step"),
+            main_line = source_line(script, "# @main_gil");
+  REQUIRE(alloc > 0);
+  // Innermost first: the Python caller of cudaMalloc, its caller, the module.
+  CHECK(has_frame(frames, script, alloc, "allocate"));
+  CHECK(has_frame(frames, script, step, "model_step"));
+  CHECK(has_frame(frames, script, main_line, "<module>"));
+  // Interleaved: native frames (ctypes, libffi) come before the first
+  // Python frame, and none of the interpreter's evaluation frames remain.
+  size_t first_python = frames.size();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const std::string f = frames[i]["filename"];
+    if (f.size() > 3 && f.compare(f.size() - 3, 3, ".py") == 0) {
+      first_python = i;
+      break;
+    }
+  }
+  CHECK(first_python > 0);
+  CHECK(first_python < frames.size());
+  for (const auto& f : frames) CHECK(f["name"] != "_PyEval_EvalFrameDefault");
+}
