@@ -9,7 +9,7 @@
 #
 #   bash bench/gpu_overhead_probe.sh BUILD_DIR OUT_DIR DEADLINE_S [REPS] [MODES]
 #   (REPS 0 skips part 1; the decode rounds go bare-first, then modes-first)
-#   MODES: space-separated from none callback noflush external host
+#   MODES: space-separated from none callback noflush external host stacksall
 set -uo pipefail
 B=$(readlink -f "$1")
 OUT=$2
@@ -29,6 +29,7 @@ mode_env() {  # mode tag -> env assignments
     callback) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0" ;;
     noflush) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_FLUSH_MS=0" ;;
     external) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_JOIN=external" ;;
+    stacksall) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_STACKS=all" ;;
   esac
 }
 [ "$REPS" -gt 0 ] && echo "== launch cost, empty kernel (ns per launch)" | tee -a "$OUT/probe.txt"
