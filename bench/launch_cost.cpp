@@ -4,11 +4,14 @@
 // cuLaunchKernel by plain symbol. Run it bare and with the shim preloaded
 // (bench/launch_cost.sh does both, alternately) and subtract.
 //
-// Calls are timed in bursts of 4096 with a 5 ms pause between bursts, so the
-// collector drains the thread's ring (16384 records) between them and every
-// timed call is really recorded: a full ring would drop records, which is
-// cheaper than recording them and would flatter the figure. A real program
-// launches at most a few hundred thousand kernels a second.
+// Calls are timed in bursts of 4096 with a 20 ms pause between bursts, so
+// the collector has drained the thread's ring (16384 records) before the
+// next burst and every timed call is really recorded: a full ring would drop
+// records, which is cheaper than recording them and would flatter the
+// figure. (A burst of allocations and frees is 8192 memory records, which
+// the collector applies at well under a microsecond each: 5 ms was not
+// always enough.) A real program launches at most a few hundred thousand
+// kernels a second, and allocates far less often.
 //
 //   nb-bench-launch [BURSTS]    prints "launch_ns X", "alloc_free_ns Y", "symbol_launch_ns Z"
 #include <cuda.h>
@@ -36,7 +39,7 @@ template <typename F>
 double median_ns_per_call(int bursts, F&& body) {
   std::vector<double> samples;
   for (int round = 0; round < bursts; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const double t0 = now_ns();
     for (int i = 0; i < kBurst; ++i) body();
     samples.push_back((now_ns() - t0) / kBurst);

@@ -1,8 +1,20 @@
 #include "collector/session.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace nb {
+
+namespace {
+// When a record's effect on the address space happened, as far as the host
+// call tells: a release at the latest when its call began, an allocation at
+// the latest when its call returned. A release of P on one thread therefore
+// always sorts before the allocation that gets P again on another.
+uint64_t effect_time(const Record& r) {
+  const bool release = r.kind == Kind::Free || r.kind == Kind::VmmUnmap || r.kind == Kind::VmmRelease;
+  return release ? r.start : r.end;
+}
+}  // namespace
 
 void Session::consume(const Record& r) {
   ++consumed_;
@@ -21,34 +33,35 @@ void Session::consume(const Record& r) {
   switch (r.kind) {
     case Kind::Alloc: case Kind::Free: case Kind::VmmCreate: case Kind::VmmRelease:
     case Kind::VmmMap: case Kind::VmmUnmap:
-      pending_memory_.push_back(r);
+    {
+      uint32_t slot;
+      if (!free_slots_.empty()) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+        pending_slots_[slot] = r;
+      } else {
+        slot = static_cast<uint32_t>(pending_slots_.size());
+        pending_slots_.push_back(r);
+      }
+      pending_memory_.push_back({effect_time(r), memory_arrivals_++, slot});
+      std::push_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+    }
       break;
     default:
       break;
   }
 }
 
-namespace {
-// When a record's effect on the address space happened, as far as the host
-// call tells: a release at the latest when its call began, an allocation at
-// the latest when its call returned. A release of P on one thread therefore
-// always sorts before the allocation that gets P again on another.
-uint64_t effect_time(const Record& r) {
-  const bool release = r.kind == Kind::Free || r.kind == Kind::VmmUnmap || r.kind == Kind::VmmRelease;
-  return release ? r.start : r.end;
-}
-}  // namespace
 
 void Session::apply_memory(uint64_t horizon) {
-  if (pending_memory_.empty()) return;
-  std::stable_sort(pending_memory_.begin(), pending_memory_.end(),
-                   [](const Record& a, const Record& b) { return effect_time(a) < effect_time(b); });
-  size_t n = 0;
-  while (n < pending_memory_.size() && effect_time(pending_memory_[n]) < horizon) {
-    memory_.on_record(pending_memory_[n]);
-    ++n;
+  // Same effect time: in the order they were drained (as a stable sort would).
+  while (!pending_memory_.empty() && pending_memory_.front().time < horizon) {
+    std::pop_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+    const uint32_t slot = pending_memory_.back().slot;
+    pending_memory_.pop_back();
+    memory_.on_record(pending_slots_[slot]);
+    free_slots_.push_back(slot);
   }
-  pending_memory_.erase(pending_memory_.begin(), pending_memory_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void Session::consume(const DeviceRecord& d) {

@@ -104,7 +104,22 @@ class Session {
   RecordLog records_;
   std::array<ApiStats, kApiCount> api_stats_{};
   MemoryTracker memory_;
-  std::vector<Record> pending_memory_;
+  // A min-heap on (effect time, arrival): a pass costs O(log n) per record,
+  // not a sort of everything still waiting (100 ms of a burst of frees can
+  // be 100,000 records).
+  // The heap holds small keys; the records stay put in `pending_slots_`
+  // (slots are reused through a free list), so nothing 128 bytes long is
+  // moved while the heap is kept.
+  struct PendingKey {
+    uint64_t time;
+    uint64_t arrival;
+    uint32_t slot;
+    bool operator>(const PendingKey& o) const { return time != o.time ? time > o.time : arrival > o.arrival; }
+  };
+  std::vector<PendingKey> pending_memory_;
+  std::vector<Record> pending_slots_;
+  std::vector<uint32_t> free_slots_;
+  uint64_t memory_arrivals_ = 0;
   ChunkedLog<DeviceRecord> device_;
   std::vector<ExternalCorrelation> external_;
   std::unordered_map<uint32_t, DeviceStats> device_stats_;
