@@ -146,3 +146,26 @@ TEST_CASE("a library linked against another runtime major keeps its own runtime"
   const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
   CHECK(nbtest::host_calls(trace).size() == 1);  // the major-13 client's cudaMalloc
 }
+
+TEST_CASE("NB_TORCH_ALLOCS=1 puts backend:cudaMallocAsync in PyTorch's allocator settings", "[integration][lifecycle]") {
+  const std::string print_conf =
+      "import os; print(os.environ.get('PYTORCH_CUDA_ALLOC_CONF'), os.environ.get('PYTORCH_ALLOC_CONF'))";
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_TORCH_ALLOCS"] = "1";
+  env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
+  env["-PYTORCH_ALLOC_CONF"] = "";
+  auto r = nbtest::run({NB_PYTHON3, "-c", print_conf}, env, dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "expandable_segments:True,backend:cudaMallocAsync None\n");
+  env["NB_TORCH_ALLOCS"] = "0";
+  r = nbtest::run({NB_PYTHON3, "-c", print_conf}, env, dir.path());
+  CHECK(r.out == "expandable_segments:True None\n");
+  // A backend the program chose stays, with one line saying so.
+  env["NB_TORCH_ALLOCS"] = "1";
+  env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:native";
+  r = nbtest::run({NB_PYTHON3, "-c", "import ctypes; ctypes.CDLL('libcudart.so.13').cudaFree(None); " + print_conf},
+                  env, dir.path());
+  CHECK(r.out == "backend:native None\n");
+  CHECK(r.err.find("NB_TORCH_ALLOCS") != std::string::npos);
+}
