@@ -1,19 +1,29 @@
 // The Python stack of the calling thread, for a CUDA call made from Python
-// code: (code object, line) per frame, captured through CPython's public C
-// API (3.9–3.13), which is found at run time (nb never links libpython).
+// code: (code object, line) per frame (3.9–3.13; nb never links libpython,
+// the interpreter is found at run time).
 //
-// Capture happens only on a thread that holds the main interpreter's GIL;
-// a thread without it (a native thread, or one inside a call that released
-// the GIL) gets nothing, and the GIL is never taken. A code object seen for
-// the first time gets an id, its file and function name are copied out for
-// the collector, and a reference to it is kept so that its address is never
-// reused by another code object. Everything else is a few calls into the
-// interpreter per frame; no lock, and no allocation of ours after the first
-// sight of each code object.
+// Two ways, by whether the calling thread holds the main interpreter's GIL:
+//  - It does (a C extension that kept the GIL, ctypes.PyDLL): through the
+//    public C API. A code object seen for the first time gets an id, its file
+//    and function name are copied out, and a reference to it is kept so that
+//    its address is never reused by another code object.
+//  - It released it (every PyTorch op, ctypes.CDLL, Py_BEGIN_ALLOW_THREADS):
+//    the thread's own frames cannot change until it takes the GIL back, so
+//    its frame chain is read in place, with each version's struct layout (as
+//    py-spy and austin read it from outside), without the GIL, without a
+//    reference or an allocation (after the first sight of a code object,
+//    which copies its names and line table out). The GIL is never taken.
+// Either way no lock on a cache hit.
 //
-// Not covered: free-threaded builds (3.13t: no GIL to stand on) and
-// sub-interpreters (frames of an interpreter other than the main one are not
-// captured).
+// Nothing is captured on a thread Python never saw (no thread state), or
+// while the interpreter is not initialized or finalizing; a sub-interpreter's
+// frames never are (up to 3.11, a call made inside one without the GIL, on a
+// thread that entered it from the main interpreter, gets that thread's main
+// interpreter frames below it). Not covered: free-threaded builds (3.13t);
+// without the GIL also 3.14+ and debug builds (Py_REF_DEBUG, Py_TRACE_REFS),
+// whose layouts nb does not know; and on 3.9–3.11, once a sub-interpreter was
+// created, a call made without the GIL while another thread holds it (it
+// cannot be told from one made inside the sub-interpreter).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +33,9 @@ namespace nb::shim {
 
 // Hot path, called inside an intercepted CUDA call. Writes up to `max` entries, innermost
 // Python frame first, each encoded as kPythonFrameBit | (uint64_t(code_id) << 32) | line
-// (code_id < 2^31, line < 2^32). Returns how many were written; 0 when no interpreter is
-// loaded/initialized, it is finalizing, or this thread does not hold the GIL.
+// (code_id < 2^31, line < 2^32; line 0: not known). Returns how many were written; 0 when
+// no interpreter is loaded/initialized, it is finalizing, or this thread has no Python frames
+// it can read (see above).
 constexpr uint64_t kPythonFrameBit = 1ull << 63;
 size_t capture_python_frames(uint64_t* out, size_t max);
 

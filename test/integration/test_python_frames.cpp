@@ -1,6 +1,7 @@
 // shim/python_frames.cpp against real interpreters, outside the shim: the
-// probe library driven through ctypes (test/programs/py_frames_check.py) and
-// a program that loads libpython late and embeds it (py_frames_embed.cpp).
+// probe library driven through ctypes (test/programs/py_frames_check.py; both
+// ways of capturing: with the GIL, and from a call that released it) and a
+// program that loads libpython late and embeds it (py_frames_embed.cpp).
 // Runs the build's python3, /usr/bin/python3, and any listed in
 // NB_TEST_PYTHONS (colon-separated paths).
 #include <catch2/catch.hpp>
@@ -45,7 +46,7 @@ std::string libpython_of(const std::string& py) {
 
 }  // namespace
 
-TEST_CASE("python frames: named under the GIL, nothing without it", "[integration][python]") {
+TEST_CASE("python frames: named with the GIL and without it, the same", "[integration][python]") {
   const auto pythons = interpreters();
   REQUIRE(!pythons.empty());
   for (const auto& py : pythons) {

@@ -4,8 +4,10 @@
 // Before the load and before Py_Initialize nothing is captured (and the
 // look-up is retried cheaply); a libpython loaded RTLD_LOCAL, which
 // RTLD_DEFAULT cannot see, is found too; an exception pending at the capture
-// stays pending; after Py_FinalizeEx and a second Py_InitializeEx the new
-// code objects are named right. Prints one line per check; exit 1 on failure.
+// stays pending; a Python call that released the GIL (PyEval_SaveThread)
+// captures the same frames; after Py_FinalizeEx and a second Py_InitializeEx
+// the new code objects are named right, with and without the GIL. Prints one
+// line per check; exit 1 on failure.
 #include <dlfcn.h>
 #include <execinfo.h>
 
@@ -61,8 +63,9 @@ std::string describe(const uint64_t* frames, size_t n) {
   return s;
 }
 
-// What probe() saw, the last time Python called it.
+// What probe() and probe_released() saw, the last time Python called them.
 std::string g_stack;
+std::string g_released_stack;
 bool g_error_kept = false;
 size_t g_with_error = 0;
 int g_eval_pcs = 0;
@@ -93,15 +96,29 @@ void* probe(void*, void*) {
   return sym<void* (*)(long)>("PyLong_FromLong")(static_cast<long>(n));
 }
 
+// As a C extension's function that releases the GIL around its work.
+void* probe_released(void*, void*) {
+  void* saved = sym<void* (*)()>("PyEval_SaveThread")();
+  uint64_t frames[64];
+  const size_t n = nb::shim::capture_python_frames(frames, 64);
+  g_released_stack = describe(frames, n);
+  sym<void (*)(void*)>("PyEval_RestoreThread")(saved);
+  return sym<void* (*)(long)>("PyLong_FromLong")(static_cast<long>(n));
+}
+
 MethodDef g_probe_def = {"probe", probe, 0x0004, nullptr};
+MethodDef g_probe_released_def = {"probe_released", probe_released, 0x0004, nullptr};
 
 void run_script(const char* script) {
   void* main_module = sym<void* (*)(const char*)>("PyImport_AddModule")("__main__");
   void* dict = sym<void* (*)(void*)>("PyModule_GetDict")(main_module);
-  void* fn = sym<void* (*)(void*, void*, void*)>("PyCFunction_NewEx")(&g_probe_def, nullptr, nullptr);
-  sym<int (*)(void*, const char*, void*)>("PyDict_SetItemString")(dict, "probe", fn);
-  sym<void (*)(void*)>("Py_DecRef")(fn);
+  for (MethodDef* def : {&g_probe_def, &g_probe_released_def}) {
+    void* fn = sym<void* (*)(void*, void*, void*)>("PyCFunction_NewEx")(def, nullptr, nullptr);
+    sym<int (*)(void*, const char*, void*)>("PyDict_SetItemString")(dict, def->name, fn);
+    sym<void (*)(void*)>("Py_DecRef")(fn);
+  }
   g_stack.clear();
+  g_released_stack.clear();
   sym<int (*)(const char*)>("PyRun_SimpleString")(script);
 }
 
@@ -135,13 +152,16 @@ int main(int argc, char** argv) {
   int major = 0, minor = 0;
   std::sscanf(sym<const char* (*)()>("Py_GetVersion")(), "%d.%d", &major, &minor);
   const bool supported = major > 3 || (major == 3 && minor >= 9);
-  run_script("def inner():\n    return probe()\ndef outer():\n    return inner()\nouter()\n");
+  run_script("def inner():\n    probe()\n    return probe_released()\ndef outer():\n    return inner()\nouter()\n");
   if (!supported) {
-    check("an interpreter before 3.9: nothing captured", g_stack.empty() && g_with_error == 0, g_stack);
+    check("an interpreter before 3.9: nothing captured",
+          g_stack.empty() && g_with_error == 0 && g_released_stack.empty(), g_stack + g_released_stack);
     check("the pending exception is left alone", g_error_kept);
   } else {
-    check("embedded, loaded late: the stack", g_stack == "<string>:2:inner <string>:4:outer <string>:5:<module>",
+    check("embedded, loaded late: the stack", g_stack == "<string>:2:inner <string>:5:outer <string>:6:<module>",
           g_stack);
+    check("embedded, loaded late, GIL released: the stack",
+          g_released_stack == "<string>:3:inner <string>:5:outer <string>:6:<module>", g_released_stack);
     check("a pending exception stays pending", g_error_kept);
     check("a pending exception does not stop the capture", g_with_error == 3);
     check("native frames in the evaluation loop are recognized", g_eval_pcs >= 1);
@@ -155,9 +175,11 @@ int main(int argc, char** argv) {
   check("finalized: nothing captured", capture_n(10) == 0);
 
   sym<void (*)(int)>("Py_InitializeEx")(0);
-  run_script("def again():\n    return probe()\n\n\nagain()\n");
+  run_script("def again():\n    probe()\n    return probe_released()\n\nagain()\n");
   check("initialized again: new code objects named right",
         g_stack == (supported ? "<string>:2:again <string>:5:<module>" : ""), g_stack);
+  check("initialized again, GIL released: new code objects named right",
+        g_released_stack == (supported ? "<string>:3:again <string>:5:<module>" : ""), g_released_stack);
   sym<int (*)()>("Py_FinalizeEx")();
 
   check("no frame went unnamed", nb::shim::python_unknown_frames() == 0);

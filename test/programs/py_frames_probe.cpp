@@ -1,6 +1,7 @@
 // shim/python_frames.cpp outside the shim, for py_frames_check.py to drive
 // through ctypes: ctypes.PyDLL calls these with the GIL held, ctypes.CDLL
-// with it released. Each entry point stands for "a CUDA call made here".
+// with it released (both ways of capturing). Each entry point stands for "a
+// CUDA call made here".
 #include <dlfcn.h>
 #include <execinfo.h>
 
@@ -11,7 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "shim/python_frames.h"
+// All of it, built into this library: nb_probe_line_at reaches its line-table
+// decoders.
+#include "shim/python_frames.cpp"
 
 // The shim's real_dlsym skips its own dlsym hook; there is none here.
 namespace nb::shim {
@@ -92,8 +95,8 @@ __attribute__((visibility("default"))) int nb_probe_native_thread() {
   return n;
 }
 
-// Nanoseconds per capture of (up to) `depth` frames, `iters` times (also when
-// nothing is captured: the cost of saying no).
+// Nanoseconds per capture of `depth` frames, `iters` times; -1 unless every
+// capture got all `depth`.
 __attribute__((visibility("default"))) double nb_probe_bench(int iters, int depth) {
   uint64_t frames[kMaxFrames];
   const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
@@ -101,8 +104,24 @@ __attribute__((visibility("default"))) double nb_probe_bench(int iters, int dept
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) total += nb::shim::capture_python_frames(frames, max);
   const auto t1 = std::chrono::steady_clock::now();
-  if (total > static_cast<size_t>(iters) * max) return -1.0;  // never
+  if (total != static_cast<size_t>(iters) * max) return -1.0;
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
+}
+
+// Nanoseconds per capture on a native thread that never touched Python (the
+// cost of saying no); -1 if anything was captured.
+__attribute__((visibility("default"))) double nb_probe_bench_native(int iters) {
+  double ns = -1.0;
+  std::thread t([&] {
+    uint64_t frames[kMaxFrames];
+    size_t total = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) total += nb::shim::capture_python_frames(frames, kMaxFrames);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (total == 0) ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
+  });
+  t.join();
+  return ns;
 }
 
 // How many return addresses of the native stack lie in the interpreter's
@@ -117,6 +136,17 @@ __attribute__((visibility("default"))) int nb_probe_eval_pcs() {
 
 __attribute__((visibility("default"))) int nb_probe_main_pc_is_eval() {
   return nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(&nb_probe_noop)) ? 1 : 0;
+}
+
+// The line of the instruction at byte offset `addr` by the decoder for
+// 3.`minor`'s line tables (co_lnotab for 3.9, co_linetable after), for
+// comparison with PyCode_Addr2Line.
+__attribute__((visibility("default"))) int nb_probe_line_at(int minor, const unsigned char* table, long size,
+                                                            int firstlineno, int addr) {
+  const size_t n = size > 0 ? static_cast<size_t>(size) : 0;
+  if (minor == 9) return nb::shim::lnotab_line(table, n, firstlineno, addr);
+  if (minor == 10) return nb::shim::pep626_line(table, n, firstlineno, addr);
+  return nb::shim::location_line(table, n, firstlineno, addr);
 }
 
 __attribute__((visibility("default"))) unsigned long long nb_probe_unknown_frames() {
