@@ -280,3 +280,17 @@ TEST_CASE("stacks: Python frames of a thread holding the GIL, among the native o
   CHECK(first_python < frames.size());
   for (const auto& f : frames) CHECK(f["name"] != "_PyEval_EvalFrameDefault");
 }
+
+TEST_CASE("stacks: Python frames of a thread that released the GIL, as PyTorch's operators do", "[integration][memory][stacks][python]") {
+  nbtest::TempDir dir;
+  const auto r = run_python_alloc(dir, {"nogil"});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  const auto frames = frames_of_segment(r.snapshot, 7 << 20);  // the ctypes.CDLL allocation
+  INFO(frames.dump(1));
+  const std::string script = "py_alloc.py";
+  CHECK(has_frame(frames, script, source_line(script, "# @alloc"), "allocate"));
+  CHECK(has_frame(frames, script, source_line(script, "# @step"), "model_step"));
+  CHECK(has_frame(frames, script, source_line(script, "# @main_nogil"), "<module>"));
+  for (const auto& f : frames) CHECK(f["name"] != "_PyEval_EvalFrameDefault");
+}
