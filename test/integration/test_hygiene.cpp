@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "shim/api.h"
+#include "outputs.h"
 #include "test_support.h"
 
 TEST_CASE("exported symbols are exactly the hook table plus the look-up entry points", "[hygiene]") {
@@ -34,4 +35,19 @@ TEST_CASE("the shim does not depend on shared fmt, spdlog or libunwind", "[hygie
   CHECK(r.out.find("libfmt") == std::string::npos);
   CHECK(r.out.find("libspdlog") == std::string::npos);
   CHECK(r.out.find("libunwind") == std::string::npos);
+}
+
+TEST_CASE("C++ exceptions still go through the program's unwinder when nb takes stacks", "[hygiene]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "exceptions", {}, {{"NB_STACKS", "all"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  CHECK(r.run.out.find("caught 1000\n") != std::string::npos);
+  CHECK(r.run.out.find("unwinder ") != std::string::npos);
+  CHECK(r.run.out.find("libunwind") == std::string::npos);      // libgcc_s's, not the one nb loaded
+  CHECK(r.run.out.find("unw_backtrace hidden") != std::string::npos);
+  // And the stack was taken (from libunwind, privately).
+  bool stacked = false;
+  for (const auto& e : nbtest::host_calls(r.trace)) stacked |= e["args"].contains("stack");
+  CHECK(stacked);
 }
