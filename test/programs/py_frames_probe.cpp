@@ -1,20 +1,20 @@
-// shim/python_frames.cpp outside the shim, for py_frames_check.py to drive
-// through ctypes: ctypes.PyDLL calls these with the GIL held, ctypes.CDLL
-// with it released (both ways of capturing). Each entry point stands for "a
-// CUDA call made here".
+// shim/python_frames*.cpp outside the shim (built into this library), for
+// py_frames_check.py to drive through ctypes: ctypes.PyDLL calls these with
+// the GIL held, ctypes.CDLL with it released (both ways of capturing). Each
+// entry point stands for "a CUDA call made here".
 #include <dlfcn.h>
 #include <execinfo.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <thread>
 
-// All of it, built into this library: nb_probe_line_at reaches its line-table
-// decoders.
-#include "shim/python_frames.cpp"
+#include "shim/python_frames.h"
+#include "shim/python_frames_lines.h"  // nb_probe_line_at: the decoders on their own
 
 // The shim's real_dlsym skips its own dlsym hook; there is none here.
 namespace nb::shim {
@@ -144,9 +144,9 @@ __attribute__((visibility("default"))) int nb_probe_main_pc_is_eval() {
 __attribute__((visibility("default"))) int nb_probe_line_at(int minor, const unsigned char* table, long size,
                                                             int firstlineno, int addr) {
   const size_t n = size > 0 ? static_cast<size_t>(size) : 0;
-  if (minor == 9) return nb::shim::lnotab_line(table, n, firstlineno, addr);
-  if (minor == 10) return nb::shim::pep626_line(table, n, firstlineno, addr);
-  return nb::shim::location_line(table, n, firstlineno, addr);
+  if (minor == 9) return nb::shim::python::lnotab_line(table, n, firstlineno, addr);
+  if (minor == 10) return nb::shim::python::pep626_line(table, n, firstlineno, addr);
+  return nb::shim::python::location_line(table, n, firstlineno, addr);
 }
 
 __attribute__((visibility("default"))) unsigned long long nb_probe_unknown_frames() {
