@@ -133,6 +133,14 @@ void Collector::run() {
       // not fill up and stall accounting).
       ++failed_passes_;
     }
+    if (hooks_.pending_signal) {
+      if (const int sig = hooks_.pending_signal()) {
+        // Out of the loop and the lock: on_signal calls finish(), which
+        // takes the lock, on this thread.
+        if (hooks_.on_signal) hooks_.on_signal(sig);
+        return;
+      }
+    }
     lock.lock();
     // A busy pass (a ring more than a quarter full on average) goes round
     // again at once instead of sleeping, so floods drop as little as they can.
@@ -149,7 +157,12 @@ void Collector::finish() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    // Called on the collector thread itself (a terminating signal): it has
+    // left its loop; nothing to wait for.
+    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+    else thread_.join();
+  }
   drain_once();
   session_.apply_all_memory();
   if (tracer_) {

@@ -25,6 +25,11 @@ struct CollectorHooks {
   std::function<std::vector<formats::DeviceProperties>()> devices;
   std::function<uint64_t()> extra_dropped;  // records the shim lost before they reached a ring
   StackSources stacks;                      // naming the frames of NB_STACKS
+  // A terminating signal the program left at its default action arrived
+  // (0 = none): polled every pass; the collector thread then stops and
+  // calls on_signal, which writes the outputs and ends the process.
+  std::function<int()> pending_signal;
+  std::function<void(int)> on_signal;
 };
 
 class Collector {

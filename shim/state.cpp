@@ -21,6 +21,7 @@
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
 #include "shim/stack_capture.h"
+#include "shim/exit_signals.h"
 #include "shim/python_frames.h"
 #include "shim/torch_allocs.h"
 #include "shim/thread_state.h"
@@ -253,7 +254,11 @@ bool start_collector() {
     ctx.device_note = "NB_DEVICE=0";
   }
   CollectorHooks hooks{[] { return synchronize_devices(std::chrono::seconds(5)); }, query_devices,
-                       [] { return g_calls_during_start.load(std::memory_order_relaxed); }, stack_sources()};
+                       [] { return g_calls_during_start.load(std::memory_order_relaxed); }, stack_sources(),
+                       pending_exit_signal, [](int sig) {
+                         // If an exit is already writing the outputs, let it.
+                         if (finish(false)) die_of(sig);
+                       }};
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {
     log::warn("cannot start the collector thread; recording disabled");
@@ -261,6 +266,7 @@ bool start_collector() {
     return false;
   }
   set_state(State::Running);
+  install_exit_signals();
   return true;
 }
 
@@ -275,15 +281,24 @@ void register_exit_handler() {
   g_exit_handler_registered.store(true, std::memory_order_release);
 }
 
-void finish() {
+bool finish(bool wait_for_other) {
   int expected = static_cast<int>(State::Running);
-  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) return;
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) {
+    // Another thread is writing the outputs (the collector after a signal,
+    // while this thread exits): give it time, or the process would end
+    // half-way through a file.
+    for (int i = 0; wait_for_other && i < 1000 && g_state.load() == static_cast<int>(State::Stopping); ++i) {
+      usleep(10000);
+    }
+    return false;
+  }
   try {
     g_collector->finish();
   } catch (...) {
     log::error("could not write the outputs (out of memory?)");
   }
   set_state(State::Stopped);
+  return true;
 }
 
 bool register_thread(ThreadState& t) {

@@ -20,7 +20,10 @@ extern std::atomic<int> g_state;
 
 void init_once();        // idempotent; reads options, sets Ready or Disabled
 bool ensure_started();   // idempotent; Ready → Running (collector thread, atexit)
-void finish();           // idempotent; Running → Stopping → Stopped, writes files
+// Idempotent; Running → Stopping → Stopped, writes files. True if this call
+// wrote them; a call while another thread writes them waits for it (at most
+// 10 s) when `wait_for_other`.
+bool finish(bool wait_for_other = true);
 
 extern std::atomic<bool> g_exit_handler_registered;
 void register_exit_handler();  // once, after the first recorded call returned

@@ -2,6 +2,8 @@
 // output, options, threads and drops.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <regex>
 #include <set>
@@ -168,4 +170,35 @@ TEST_CASE("NB_TORCH_ALLOCS=1 puts backend:cudaMallocAsync in PyTorch's allocator
                   env, dir.path());
   CHECK(r.out == "backend:native None\n");
   CHECK(r.err.find("NB_TORCH_ALLOCS") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM, SIGINT, SIGHUP at their default action: the files are written, then the process dies of the signal",
+          "[integration][lifecycle][signals]") {
+  for (const char* name : {"TERM", "INT", "HUP"}) {
+    DYNAMIC_SECTION("SIG" << name) {
+      nbtest::TempDir dir;
+      const auto r = nbtest::run_recorded(dir, "signals", {"default", name}, {{"NB_PRINT_TABLE", "0"}});
+      INFO(r.run.err);
+      const int sig = std::string(name) == "INT" ? SIGINT : std::string(name) == "HUP" ? SIGHUP : SIGTERM;
+      CHECK(r.run.exit_code == -1);
+      CHECK(r.run.signal == sig);
+      REQUIRE(!r.trace.is_null());
+      REQUIRE(!r.snapshot.is_null());
+      CHECK(nbtest::host_calls(r.trace).size() >= 4);
+      CHECK(r.snapshot["segments"].size() == 1);  // the 2 MiB still live
+      CHECK(r.table.find("cudaMalloc") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a program's own signal handler, or an ignored signal, stays the program's", "[integration][lifecycle][signals]") {
+  nbtest::TempDir dir;
+  auto r = nbtest::run_recorded(dir, "signals", {"handler"}, {{"NB_PRINT_TABLE", "0"}});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 7);  // its handler ran
+  CHECK(!r.trace.is_null());    // and the files came at exit
+  nbtest::TempDir dir2;
+  r = nbtest::run_recorded(dir2, "signals", {"ignore"}, {{"NB_PRINT_TABLE", "0"}});
+  CHECK(r.run.exit_code == 0);  // SIGHUP stayed ignored
+  CHECK(!r.trace.is_null());
 }

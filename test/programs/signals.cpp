@@ -1,0 +1,45 @@
+// Terminating signals after some CUDA work, for the lifecycle tests:
+//   signals default SIG   the program leaves SIG (INT, TERM, HUP) at its default, then gets it
+//   signals handler       its own SIGTERM handler (set before any CUDA call) exits with 7
+//   signals ignore        SIGHUP ignored (as under nohup): the program carries on, exits 0
+#include <cuda_runtime_api.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+volatile sig_atomic_t g_got = 0;
+void own_handler(int) { g_got = 1; }
+
+void some_cuda_work() {
+  void* p = nullptr;
+  if (cudaMalloc(&p, 1 << 20) != cudaSuccess) std::exit(2);
+  cudaMemset(p, 0, 1 << 20);
+  cudaFree(p);
+  if (cudaMalloc(&p, 2 << 20) != cudaSuccess) std::exit(2);  // still live when the signal comes
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string mode = argv[1];
+  int sig = SIGTERM;
+  if (mode == "default" && argc > 2) sig = !std::strcmp(argv[2], "INT") ? SIGINT : !std::strcmp(argv[2], "HUP") ? SIGHUP : SIGTERM;
+  if (mode == "handler") signal(SIGTERM, own_handler);
+  if (mode == "ignore") {
+    signal(SIGHUP, SIG_IGN);
+    sig = SIGHUP;
+  }
+  some_cuda_work();
+  kill(getpid(), sig);
+  // Without nb the default action has ended the process by now; with nb it
+  // ends once the files are written. Either way this loop never finishes.
+  for (int i = 0; i < 1000; ++i) {
+    if (g_got) return 7;
+    usleep(10000);
+  }
+  return mode == "ignore" ? 0 : 3;
+}
