@@ -51,6 +51,16 @@ void install_exit_signals() {
 
 int pending_exit_signal() { return g_pending.load(std::memory_order_relaxed); }
 
+int release_exit_signals() {
+  for (int sig : kSignals) {
+    struct sigaction cur {};
+    if (sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_exit_signal) {
+      restore_default(sig);
+    }
+  }
+  return g_pending.exchange(0);
+}
+
 void die_of(int sig) {
   restore_default(sig);
   // Process-directed, so a thread that does not block it takes the default

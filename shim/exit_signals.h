@@ -10,6 +10,10 @@ namespace nb::shim {
 
 void install_exit_signals();  // when recording starts
 int pending_exit_signal();    // 0 = none; polled by the collector
+// Gives the signals back (those still ours) once nothing will write files
+// any more: after the outputs are written, and in a forked child, where no
+// collector runs to act on them. Returns a signal that arrived meanwhile.
+int release_exit_signals();
 [[noreturn]] void die_of(int sig);
 
 }  // namespace nb::shim

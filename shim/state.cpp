@@ -87,6 +87,9 @@ void on_thread_exit(void* slot) {
 void on_fork_child() {
   set_state(State::Disabled);
   t_state = ThreadState{};
+  // No collector in the child: a SIGTERM must kill it as usual. (A signal
+  // still pending was the parent's.)
+  release_exit_signals();
 }
 
 void at_exit() { finish(); }
@@ -298,6 +301,10 @@ bool finish(bool wait_for_other) {
     log::error("could not write the outputs (out of memory?)");
   }
   set_state(State::Stopped);
+  // Nothing more to write: the signals go back to their default, and one
+  // that came while the files were written (on an exit path) takes effect.
+  const int sig = release_exit_signals();
+  if (sig && wait_for_other) die_of(sig);
   return true;
 }
 

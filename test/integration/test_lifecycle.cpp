@@ -202,3 +202,10 @@ TEST_CASE("a program's own signal handler, or an ignored signal, stays the progr
   CHECK(r.run.exit_code == 0);  // SIGHUP stayed ignored
   CHECK(!r.trace.is_null());
 }
+
+TEST_CASE("a forked child (no exec) dies of SIGTERM as without nb", "[integration][lifecycle][signals]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "signals", {"fork"}, {{"NB_PRINT_TABLE", "0"}});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 0);  // 4: the child outlived its SIGTERM
+}

@@ -2,8 +2,11 @@
 //   signals default SIG   the program leaves SIG (INT, TERM, HUP) at its default, then gets it
 //   signals handler       its own SIGTERM handler (set before any CUDA call) exits with 7
 //   signals ignore        SIGHUP ignored (as under nohup): the program carries on, exits 0
+//   signals fork          a forked child (no exec) gets SIGTERM from its parent: exits 0 if it
+//                         died of it, 4 if not
 #include <cuda_runtime_api.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -34,6 +37,18 @@ int main(int argc, char** argv) {
     sig = SIGHUP;
   }
   some_cuda_work();
+  if (mode == "fork") {
+    const pid_t child = fork();
+    if (child == 0) {
+      for (int i = 0; i < 1000; ++i) usleep(10000);
+      _exit(3);
+    }
+    usleep(50000);
+    kill(child, SIGTERM);
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM ? 0 : 4;
+  }
   kill(getpid(), sig);
   // Without nb the default action has ended the process by now; with nb it
   // ends once the files are written. Either way this loop never finishes.
