@@ -85,12 +85,20 @@ size_t Collector::drain_once() {
 
 uint32_t Collector::intern_stack(FrameRing& frames, uint32_t tagged) {
   if (!frames.valid()) return 0;
-  uint64_t pos = 0;
-  const uint64_t* p = frames.at(tagged - 1, pos);
+  uint64_t pos = 0, room = 0;
+  const uint64_t* p = frames.at(tagged - 1, pos, room);
+  if (p == nullptr) return 0;  // already released (a pass that failed half-way)
   const uint32_t native = stack_header::native(p[0]);
   const uint32_t python = stack_header::python(p[0]);
-  const uint32_t id = stacks_.intern(p + 1, native, p + 1 + native, python);
-  frames.release(pos + 1 + native + python);
+  const uint64_t end = pos + 1 + native + python;
+  if (1 + uint64_t(native) + python > room) return 0;  // not a header: never read past the ring
+  uint32_t id = 0;
+  try {
+    id = stacks_.intern(p + 1, native, p + 1 + native, python);
+  } catch (...) {
+    id = 0;  // out of memory: the call keeps no stack; its frames are freed all the same
+  }
+  frames.release(end);
   return id;
 }
 

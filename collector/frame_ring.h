@@ -51,10 +51,16 @@ class FrameRing {
   // by the release store that publishes its record.
   void commit(uint64_t end) { head_ = end; }
 
-  // Consumer: the stack whose record holds `low32 + 1`, given in order.
-  const uint64_t* at(uint32_t low32, uint64_t& pos) const {
+  // Consumer: the stack whose record holds `low32 + 1`, given in order;
+  // nullptr when that position is not between the tail and the head (a
+  // record delivered twice after a failed pass: its frames are gone).
+  // `entries` receives how many entries may be read from the result.
+  const uint64_t* at(uint32_t low32, uint64_t& pos, uint64_t& entries) const {
     const uint64_t t = tail_.load(std::memory_order_relaxed);
-    pos = t + static_cast<uint32_t>(low32 - static_cast<uint32_t>(t));
+    const uint32_t ahead = static_cast<uint32_t>(low32 - static_cast<uint32_t>(t));
+    if (ahead > mask_) return nullptr;
+    pos = t + ahead;
+    entries = mask_ + 1 - (pos & mask_);  // a stack never wraps
     return &slots_[pos & mask_];
   }
   // Consumer: everything before `end` has been read.

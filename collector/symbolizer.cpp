@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <set>
 #include <unordered_map>
@@ -35,6 +36,10 @@ namespace {
   X(dwfl_build_id_find_debuginfo) \
   X(dwfl_module_addrdie)      \
   X(dwarf_getscopes)          \
+  X(dwarf_getscopes_die)      \
+  X(dwarf_offdie)             \
+  X(dwarf_dieoffset)          \
+  X(dwfl_module_getdwarf)     \
   X(dwarf_tag)                \
   X(dwarf_attr)               \
   X(dwarf_attr_integrate)     \
@@ -209,16 +214,35 @@ struct Symbolizer::Impl {
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = api.dwfl_module_addrdie(m, addr, &bias);
     if (cu == nullptr) return frames;
-    Dwarf_Die* scopes = nullptr;
-    const int n = api.dwarf_getscopes(cu, addr - bias, &scopes);
-    if (n <= 0 || scopes == nullptr) return frames;
-    // The inlined copies, innermost first. (dwarf_getscopes may end the
-    // list at the compile unit without the enclosing function's DIE; the
-    // outermost frame's name comes from the symbol table anyway.)
-    std::vector<Dwarf_Die*> chain;
-    for (int i = 0; i < n; ++i) {
-      const int tag = api.dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_inlined_subroutine) chain.push_back(&scopes[i]);
+    // dwarf_getscopes stops at the innermost inlined copy and goes on with
+    // the scopes of its abstract definition; the physical chain of callers
+    // (inlined copies within inlined copies, out to the function) comes
+    // from that DIE's own parents, as eu-addr2line -i finds them.
+    using Scopes = std::unique_ptr<Dwarf_Die, decltype(&std::free)>;
+    Dwarf_Die* raw = nullptr;
+    const int n = api.dwarf_getscopes(cu, addr - bias, &raw);
+    Scopes scopes(raw, &std::free);
+    // The innermost inlined copy (lexical blocks may sit inside it).
+    int first = 0;
+    while (first < n && api.dwarf_tag(&raw[first]) != DW_TAG_inlined_subroutine) {
+      if (api.dwarf_tag(&raw[first]) == DW_TAG_subprogram) return frames;  // nothing inlined here
+      ++first;
+    }
+    if (n <= 0 || raw == nullptr || first == n) return frames;
+    Dwarf_Addr dwarf_bias = 0;
+    Dwarf* dwarf = api.dwfl_module_getdwarf(m, &dwarf_bias);
+    Dwarf_Die innermost;
+    if (dwarf == nullptr || api.dwarf_offdie(dwarf, api.dwarf_dieoffset(&raw[first]), &innermost) == nullptr) {
+      return frames;
+    }
+    Dwarf_Die* raw_chain = nullptr;
+    const int nchain = api.dwarf_getscopes_die(&innermost, &raw_chain);
+    Scopes chain_scopes(raw_chain, &std::free);
+    if (nchain <= 0 || raw_chain == nullptr) return frames;
+    std::vector<Dwarf_Die*> chain;  // inlined copies, innermost first
+    for (int i = 0; i < nchain; ++i) {
+      const int tag = api.dwarf_tag(&raw_chain[i]);
+      if (tag == DW_TAG_inlined_subroutine) chain.push_back(&raw_chain[i]);
       if (tag == DW_TAG_subprogram) break;
     }
     if (!chain.empty()) {
@@ -230,15 +254,17 @@ struct Symbolizer::Impl {
       if (api.dwarf_attr(cu, DW_AT_comp_dir, &a) != nullptr) {
         if (const char* d = api.dwarf_formstring(&a)) comp_dir = d;
       }
-      frames.clear();
+      std::vector<SymbolizedFrame> expanded;
       SymbolizedFrame f = outer;  // innermost: the line table's file and line
       f.function = die_name(api, chain[0]);
       for (size_t i = 0; i < chain.size(); ++i) {
-        frames.push_back(f);
-        // The next frame out is the caller, at the inlined call's site.
+        expanded.push_back(f);
+        // The next frame out is the caller, at the inlined call's site; the
+        // outermost is the real function, named by the symbol table.
         f = outer;
         if (i + 1 < chain.size()) f.function = die_name(api, chain[i + 1]);
         f.line = 0;
+        f.file = "??";
         Dwarf_Word file = 0, line = 0;
         if (api.dwarf_attr(chain[i], DW_AT_call_line, &a) != nullptr && api.dwarf_formudata(&a, &line) == 0) {
           f.line = static_cast<int>(line);
@@ -250,9 +276,9 @@ struct Symbolizer::Impl {
           }
         }
       }
-      frames.push_back(f);
+      expanded.push_back(f);
+      frames = std::move(expanded);
     }
-    std::free(scopes);
     return frames;
   }
 

@@ -24,9 +24,11 @@ bool put(FrameRing& r, uint32_t native, uint64_t base, uint32_t& tagged) {
 }
 // Reads the stack back the way the collector does; returns its first entry.
 uint64_t take(FrameRing& r, uint32_t tagged, uint32_t& native) {
-  uint64_t pos = 0;
-  const uint64_t* p = r.at(tagged - 1, pos);
+  uint64_t pos = 0, room = 0;
+  const uint64_t* p = r.at(tagged - 1, pos, room);
+  REQUIRE(p != nullptr);
   native = stack_header::native(p[0]);
+  REQUIRE(1 + native <= room);
   const uint64_t first = p[1];
   for (uint32_t i = 0; i < native; ++i) REQUIRE(p[1 + i] == first + i);
   r.release(pos + 1 + native);
@@ -72,6 +74,26 @@ TEST_CASE("frame ring: full means the stack is dropped and counted, never overwr
   CHECK(put(r, 14, 300, c));        // room again once the first is read (wraps to the start)
   CHECK(take(r, b, n) == 100);
   CHECK(take(r, c, n) == 300);
+}
+
+TEST_CASE("frame ring: a stack asked for again after its release is refused, not misread", "[unit][stacks]") {
+  // A collector pass that failed half-way delivers its records again; their
+  // frames were already released.
+  std::vector<uint64_t> mem(64);
+  FrameRing r;
+  r.init(mem.data(), 64);
+  uint32_t a = 0, b = 0;
+  REQUIRE(put(r, 10, 1, a));
+  REQUIRE(put(r, 10, 100, b));
+  uint32_t n = 0;
+  take(r, a, n);
+  take(r, b, n);
+  uint64_t pos = 0, room = 0;
+  CHECK(r.at(a - 1, pos, room) == nullptr);
+  CHECK(r.at(b - 1, pos, room) == nullptr);
+  uint32_t c = 0;
+  CHECK(put(r, 10, 200, c));  // the ring still works
+  CHECK(take(r, c, n) == 200);
 }
 
 TEST_CASE("stack table: identical stacks share an id; the recorder's frames are cut", "[unit][stacks]") {

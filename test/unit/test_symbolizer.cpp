@@ -205,3 +205,35 @@ TEST_CASE("symbolizer: an inlined call comes back as the callee and its caller",
   const auto plain = s.resolve_inlined(address_of(reinterpret_cast<const void*>(&return_address_here)), false);
   CHECK(plain.size() == 1);
 }
+
+namespace {
+int g_inner_line = 0, g_mid_line = 0;
+__attribute__((always_inline)) inline uint64_t symbolizer_inner() {
+  const uint64_t pc = return_address_here(); g_inner_line = __LINE__;  // one line on purpose
+  return pc;
+}
+__attribute__((always_inline)) inline uint64_t symbolizer_mid() {
+  const uint64_t pc = symbolizer_inner(); g_mid_line = __LINE__;  // one line on purpose
+  return pc;
+}
+__attribute__((noinline)) CallSite symbolizer_outer() {
+  CallSite s;
+  s.pc = symbolizer_mid(); s.line = __LINE__;  // one line on purpose
+  return s;
+}
+}  // namespace
+
+TEST_CASE("symbolizer: two levels of inlining give three frames, each at its own line", "[symbolizer]") {
+  const CallSite site = symbolizer_outer();
+  Symbolizer s;
+  REQUIRE(s.has_line_info());
+  const auto frames = s.resolve_inlined(site.pc, true);
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0].function.find("symbolizer_inner") != std::string::npos);
+  CHECK(frames[0].line == g_inner_line);
+  CHECK(frames[1].function.find("symbolizer_mid") != std::string::npos);
+  CHECK(frames[1].line == g_mid_line);
+  CHECK(frames[2].function.find("symbolizer_outer") != std::string::npos);
+  CHECK(frames[2].line == site.line);
+  for (const auto& f : frames) CHECK(ends_with(f.file, "test_symbolizer.cpp"));
+}
