@@ -30,7 +30,16 @@ void MemoryTracker::grow_devices(int device) {
   live_bytes_.resize(n, 0);
   peak_bytes_.resize(n, 0);
   async_bytes_.resize(n, 0);
-  pool_reserved_.resize(n, 0);
+}
+
+// What every pool of `device` holds (a program may have several: the
+// default one and its own), as each last reported.
+uint64_t MemoryTracker::pools_reserved(int device) const {
+  uint64_t sum = 0;
+  for (const auto& [pool, p] : pools_) {
+    if (p.device == device) sum += p.bytes;
+  }
+  return sum;
 }
 
 void MemoryTracker::note_point(uint64_t ticks, int device) {
@@ -43,7 +52,7 @@ void MemoryTracker::note_point(uint64_t ticks, int device) {
   const size_t d = static_cast<size_t>(device);
   // Pools keep memory beyond their live allocations; what they reported last
   // (never less than what is live in them) stands for it.
-  const uint64_t reserved = live_bytes_[d] - async_bytes_[d] + std::max(async_bytes_[d], pool_reserved_[d]);
+  const uint64_t reserved = live_bytes_[d] - async_bytes_[d] + std::max(async_bytes_[d], pools_reserved(device));
   curve_.push_back({ticks, device, live_bytes_[d], reserved});
 }
 
@@ -95,7 +104,7 @@ void MemoryTracker::on_record(const Record& r) {
       push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
       push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
       add_live(r.ptr, l);
-      if (r.flags & record_flag::kPoolReserved) pool_reserved_[static_cast<size_t>(dev)] = r.aux;
+      if (r.flags & record_flag::kPoolReserved) pools_[r.ptr2] = {dev, r.aux};
       note_point(r.end, dev);
       return;
     }
@@ -108,7 +117,7 @@ void MemoryTracker::on_record(const Record& r) {
       }
       ++counts_.frees;
       const Live l = it->second;
-      if (r.flags & record_flag::kPoolReserved) pool_reserved_[static_cast<size_t>(l.device)] = r.aux;
+      if (r.flags & record_flag::kPoolReserved) pools_[r.ptr2] = {l.device, r.aux};
       release(r.ptr, l, r.start, r.end, false, r.stack);
       return;
     }

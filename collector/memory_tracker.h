@@ -75,7 +75,12 @@ class MemoryTracker {
   void note_point(uint64_t ticks, int device);
   std::vector<uint64_t> live_bytes_, peak_bytes_;  // per device
   std::vector<uint64_t> async_bytes_;   // per device: live stream-ordered (pool) allocations
-  std::vector<uint64_t> pool_reserved_;  // per device: latest reserved bytes a pool reported
+  struct PoolReserved {
+    int device;
+    uint64_t bytes;  // latest the pool reported
+  };
+  std::unordered_map<uint64_t, PoolReserved> pools_;  // by pool handle
+  uint64_t pools_reserved(int device) const;
   std::vector<MemoryPoint> curve_;
   uint64_t curve_dropped_ = 0;
   MemoryCounts counts_;

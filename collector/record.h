@@ -54,7 +54,7 @@ struct alignas(64) Record {
   uint64_t bytes;
   uint64_t stream;
   uint64_t aux;       // Memcpy: CopyKind; failed Alloc: free bytes the device reported;
-                      // with kPoolReserved: the pool's reserved bytes after the call
+                      // with kPoolReserved: reserved bytes after the call of the pool in ptr2
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_mem;

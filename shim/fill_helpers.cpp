@@ -114,6 +114,8 @@ int prop_device(const CUmemAllocationProp* prop) {
 void note_pool_reserved(Record& r, uint64_t pool, int device) {
   using DeviceGetMemPool = CUresult (*)(CUmemoryPool*, CUdevice);
   using PoolGetAttribute = CUresult (*)(CUmemoryPool, CUmemPool_attribute, void*);
+  // A runtime call and the driver call inside it fill the same record: ask once.
+  if (r.flags & record_flag::kPoolReserved) return;
   CUmemoryPool p = reinterpret_cast<CUmemoryPool>(pool);
   if (p == nullptr) {
     // cudaMallocAsync / cuMemAllocAsync draw from the device's current pool.
@@ -124,6 +126,7 @@ void note_pool_reserved(Record& r, uint64_t pool, int device) {
   cuuint64_t reserved = 0;
   if (get_attr == nullptr || get_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS) return;
   r.aux = reserved;
+  r.ptr2 = reinterpret_cast<uint64_t>(p);  // whose reserved bytes these are
   r.flags |= record_flag::kPoolReserved;
 }
 

@@ -18,9 +18,10 @@ inline uint64_t handle(unsigned long long v) { return v; }
 // Device of the calling thread's current context (-1 if none).
 int current_device();
 int prop_device(const CUmemAllocationProp* prop);
-// Stream-ordered allocations and frees: the bytes their memory pool holds
-// after the call (`pool` 0 = the device's current pool), into r.aux with
-// record_flag::kPoolReserved; nothing if the driver cannot say.
+// Stream-ordered allocations and frees: the bytes a memory pool holds after
+// the call (`pool` 0 = the device's current pool; for a free that is the
+// pool asked, which may not be the freed block's), into r.aux, the pool into
+// r.ptr2, with record_flag::kPoolReserved; nothing if the driver cannot say.
 void note_pool_reserved(Record& r, uint64_t pool, int device);
 // Free bytes the device reports (for OOM records).
 uint64_t device_free_bytes();

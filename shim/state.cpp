@@ -121,6 +121,7 @@ double measure_record_cost_ns() {
 }
 
 std::string* g_torch_allocs_note = nullptr;
+std::atomic<int> g_dying_signal{0};  // a terminating signal the collector is acting on
 
 __attribute__((constructor)) void on_load() {
   // Only what the dlsym entry point needs, and the fork handler (a fork in
@@ -132,8 +133,10 @@ __attribute__((constructor)) void on_load() {
   // Before the program (PyTorch) reads its allocator configuration, and
   // while the process is still single-threaded, as setenv needs.
   const char* torch_allocs = std::getenv("NB_TORCH_ALLOCS");
-  bool wanted = false;
-  if (torch_allocs != nullptr && parse_bool(torch_allocs, wanted) && wanted) {
+  const char* enable = std::getenv("NB_ENABLE");
+  bool wanted = false, enabled = true;
+  if (enable != nullptr && !parse_bool(enable, enabled)) enabled = true;  // a bad value: the default
+  if (enabled && torch_allocs != nullptr && parse_bool(torch_allocs, wanted) && wanted) {
     const AllocConfChange c = torch_alloc_conf(std::getenv("PYTORCH_ALLOC_CONF"), std::getenv("PYTORCH_CUDA_ALLOC_CONF"));
     if (!c.variable.empty()) setenv(c.variable.c_str(), c.value.c_str(), 1);
     // Said once the log is set up (init_state); a plain pointer, because
@@ -259,7 +262,11 @@ bool start_collector() {
   CollectorHooks hooks{[] { return synchronize_devices(std::chrono::seconds(5)); }, query_devices,
                        [] { return g_calls_during_start.load(std::memory_order_relaxed); }, stack_sources(),
                        pending_exit_signal, [](int sig) {
-                         // If an exit is already writing the outputs, let it.
+                         // Said before writing, so that an exit racing
+                         // this one waits for the signal, not for exit().
+                         g_dying_signal.store(sig);
+                         // If an exit is already writing the outputs, let it
+                         // (it dies of the signal once written).
                          if (finish(false)) die_of(sig);
                        }};
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
@@ -287,12 +294,16 @@ void register_exit_handler() {
 bool finish(bool wait_for_other) {
   int expected = static_cast<int>(State::Running);
   if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) {
-    // Another thread is writing the outputs (the collector after a signal,
-    // while this thread exits): give it time, or the process would end
-    // half-way through a file.
-    for (int i = 0; wait_for_other && i < 1000 && g_state.load() == static_cast<int>(State::Stopping); ++i) {
-      usleep(10000);
-    }
+    if (!wait_for_other) return false;
+    // Another thread is writing the outputs. If it is the collector after a
+    // terminating signal, the process must end of that signal, not return
+    // into exit() under the writer: wait for it (the device sync alone may
+    // take 5 s), then die of the signal should it not have happened yet.
+    // Otherwise (two threads exiting) give the writer some time.
+    const int dying = g_dying_signal.load();
+    const int limit = dying ? 6000 : 1000;  // 60 s / 10 s
+    for (int i = 0; i < limit && g_state.load() == static_cast<int>(State::Stopping); ++i) usleep(10000);
+    if (dying) die_of(dying);
     return false;
   }
   try {

@@ -163,6 +163,12 @@ TEST_CASE("NB_TORCH_ALLOCS=1 puts backend:cudaMallocAsync in PyTorch's allocator
   env["NB_TORCH_ALLOCS"] = "0";
   r = nbtest::run({NB_PYTHON3, "-c", print_conf}, env, dir.path());
   CHECK(r.out == "expandable_segments:True None\n");
+  // NB_ENABLE=0: nb changes nothing in the program.
+  env["NB_TORCH_ALLOCS"] = "1";
+  env["NB_ENABLE"] = "0";
+  r = nbtest::run({NB_PYTHON3, "-c", print_conf}, env, dir.path());
+  CHECK(r.out == "expandable_segments:True None\n");
+  env.erase("NB_ENABLE");
   // A backend the program chose stays, with one line saying so.
   env["NB_TORCH_ALLOCS"] = "1";
   env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:native";

@@ -151,3 +151,32 @@ TEST_CASE("session: memory records are applied in time order, whatever order the
   REQUIRE(snap.segments.size() == 1);
   CHECK(snap.segments[0].address == 0x1000);
 }
+
+TEST_CASE("memory curve: allocated and reserved; several pools add up, each as last reported", "[memory]") {
+  MemoryTracker m(100);
+  auto async_alloc = [](uint64_t ptr, uint64_t bytes, uint64_t t, uint64_t pool, uint64_t pool_bytes) {
+    Record r = rec(Kind::Alloc, ptr, bytes, t);
+    r.flags = record_flag::kAsync | record_flag::kPoolReserved;
+    r.ptr2 = pool;
+    r.aux = pool_bytes;
+    return r;
+  };
+  m.on_record(rec(Kind::Alloc, 0x100000, 1 << 20, 1000));                        // plain: 1 MiB
+  m.on_record(async_alloc(0x200000, 64 << 10, 2000, 0xa, 2 << 20));              // pool A holds 2 MiB
+  m.on_record(async_alloc(0x400000, 3 << 20, 3000, 0xb, 4 << 20));               // pool B holds 4 MiB
+  Record free_a = rec(Kind::Free, 0x200000, 0, 4000);
+  free_a.flags = record_flag::kAsync | record_flag::kPoolReserved;
+  free_a.ptr2 = 0xa;
+  free_a.aux = 0;  // pool A gave its memory back
+  m.on_record(free_a);
+  const auto& c = m.curve();
+  REQUIRE(c.size() == 4);
+  CHECK(c[0].allocated == (1 << 20));
+  CHECK(c[0].reserved == (1 << 20));
+  CHECK(c[1].allocated == (1 << 20) + (64 << 10));
+  CHECK(c[1].reserved == (1 << 20) + (2 << 20));
+  CHECK(c[2].allocated == (1 << 20) + (64 << 10) + (3 << 20));
+  CHECK(c[2].reserved == (1 << 20) + (2 << 20) + (4 << 20));  // both pools, not the last one only
+  CHECK(c[3].allocated == (1 << 20) + (3 << 20));
+  CHECK(c[3].reserved == (1 << 20) + (4 << 20));
+}
