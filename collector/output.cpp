@@ -163,12 +163,25 @@ bool make_parents(const std::string& path, std::string& error) {
   return true;
 }
 
+// A file appears under its name only when complete: the name is claimed
+// first (create_output_file's checks: no overwrite unless asked, never
+// through a symlink), the content goes to <name>.partial, which is renamed
+// over the claim at the end. A process killed mid-write (a second signal, a
+// crash) leaves an empty file and a .partial, never a truncated file that
+// looks finished.
 template <typename WriteFn>
 void write_file(const std::string& path, const OutputContext& ctx, OutputResult& res, WriteFn&& fn) {
   std::string error;
-  const int fd = create_output_file(path, ctx.overwrite, error);
-  if (fd < 0) {
+  const int claim = create_output_file(path, ctx.overwrite, error);
+  if (claim < 0) {
     res.problems.push_back(error);
+    return;
+  }
+  ::close(claim);
+  const std::string partial = path + ".partial";
+  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    res.problems.push_back("cannot create " + partial + ": " + std::strerror(errno));
     return;
   }
   bool failed;
@@ -181,7 +194,13 @@ void write_file(const std::string& path, const OutputContext& ctx, OutputResult&
   }
   if (::close(fd) != 0) failed = true;
   if (failed) {
-    res.problems.push_back("could not write all of " + path + ": " + std::strerror(errno));
+    res.problems.push_back("could not write all of " + partial + ": " + std::strerror(errno));
+    ::unlink(partial.c_str());  // a full disk keeps neither the torso nor the empty claim
+    ::unlink(path.c_str());
+    return;
+  }
+  if (::rename(partial.c_str(), path.c_str()) != 0) {
+    res.problems.push_back("could not rename " + partial + " to " + path + ": " + std::strerror(errno));
     return;
   }
   res.written.push_back(path);

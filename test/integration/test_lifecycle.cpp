@@ -193,6 +193,7 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP at their default action: the files are writte
       CHECK(nbtest::host_calls(r.trace).size() >= 4);
       CHECK(r.snapshot["segments"].size() == 1);  // the 2 MiB still live
       CHECK(r.table.find("cudaMalloc") != std::string::npos);
+      for (const auto& f : r.files) CHECK(f.find(".partial") == std::string::npos);  // each renamed into place
     }
   }
 }
