@@ -6,6 +6,15 @@
 namespace nb {
 
 namespace {
+// Room for `n` + 1 elements, doubling (reserve(n + 1) alone would reallocate
+// on every call).
+template <typename V>
+void grow_for_one(V& v, size_t n) {
+  if (n + 1 > v.capacity()) v.reserve(std::max<size_t>(16, 2 * (n + 1)));
+}
+}  // namespace
+
+namespace {
 // When a record's effect on the address space happened, as far as the host
 // call tells: a release at the latest when its call began, an allocation at
 // the latest when its call returned. A release of P on one thread therefore
@@ -34,6 +43,11 @@ void Session::consume(const Record& r) {
     case Kind::Alloc: case Kind::Free: case Kind::VmmCreate: case Kind::VmmRelease:
     case Kind::VmmMap: case Kind::VmmUnmap:
     {
+      // Everything that can run out of memory happens before the record is
+      // placed, so a failure loses the record and nothing else, and
+      // apply_memory() never allocates.
+      grow_for_one(pending_memory_, pending_memory_.size());
+      grow_for_one(free_slots_, pending_slots_.size());
       uint32_t slot;
       if (!free_slots_.empty()) {
         slot = free_slots_.back();
@@ -59,8 +73,11 @@ void Session::apply_memory(uint64_t horizon) {
     std::pop_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
     const uint32_t slot = pending_memory_.back().slot;
     pending_memory_.pop_back();
-    memory_.on_record(pending_slots_[slot]);
+    // The slot is free again before the record is applied: if applying runs
+    // out of memory, the record is lost with the pass (the collector counts
+    // failed passes), the slot is not.
     free_slots_.push_back(slot);
+    memory_.on_record(pending_slots_[slot]);
   }
 }
 
