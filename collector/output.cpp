@@ -502,6 +502,10 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
     f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +
                       std::to_string(m.overwritten));
   }
+  if (s.memory().curve_dropped()) {
+    f.notes.push_back("Memory curve points left out of the trace (after the first million): " +
+                      std::to_string(s.memory().curve_dropped()));
+  }
   if (s.device_overflow()) {
     f.notes.push_back("Device records left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
                       std::to_string(s.device_overflow()));

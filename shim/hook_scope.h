@@ -45,7 +45,7 @@ class HookScope {
     target_ = rec_;
     if (rec_ == nullptr) return;
     t.corr_first = t.corr_last = 0;
-    if (__builtin_expect(g_stack_kinds != 0, 0) && wants_stack(kind)) capture_stack(t, rec_);
+    if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
     if (__builtin_expect(g_join_mode == JoinMode::External, 0) && causes_device_work(kind)) {
       push_external_id(rec_->id);
       pushed_ = true;

@@ -4,8 +4,6 @@
 #include <execinfo.h>
 #include <link.h>
 
-#include <algorithm>
-
 #include "shim/python_frames.h"
 #include "shim/real_functions.h"
 
@@ -30,12 +28,6 @@ uint32_t kinds_for(const std::string& which) {
   return 0;
 }
 
-uint32_t round_up_pow2(uint32_t v) {
-  uint32_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-
 }  // namespace
 
 uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note) {
@@ -58,8 +50,8 @@ uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note
   }
   // 2 MiB of frames per thread (pages touched as used): some 5,000 stacks
   // of 50 frames between two drains, for bursts like a model's first
-  // allocations; at least 64 stacks of the deepest kind.
-  return std::max<uint32_t>(1u << 18, round_up_pow2(64 * (2 * depth + 1)));
+  // allocations, and 500 of the deepest (NB_STACK_DEPTH is at most 256).
+  return 1u << 18;
 }
 
 void capture_stack(ThreadState& t, Record* r) {
