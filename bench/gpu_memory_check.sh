@@ -7,6 +7,8 @@
 #      the largest allocations name a Python line
 #   2. a stack's cost per allocation (fake runtime, this machine's CPU)
 #   3. the decode loop bare vs NB_STACKS=all, ABBA rounds until DEADLINE_S
+#   4. a real-CUDA leak (bench/gpu/leak.cu, built by make_carry.sh): the
+#      surviving allocation names the leaking line
 #
 #   bash bench/gpu_memory_check.sh BUILD_DIR OUT_DIR [DEADLINE_S]
 set -uo pipefail
@@ -30,7 +32,8 @@ python3 -m torch.cuda._memory_viz trace "$W/gen.memory.pickle" >"$W/trace.txt" 2
 echo "memory_viz trace exit $?, $(wc -l <"$W/trace.txt") lines" | tee -a "$S"
 peak=$(awk '{print $2}' "$W/bare.txt")
 python3 bench/gpu/snapshot_peak.py "$W/gen.memory.pickle" "$peak" | tee -a "$S"
-cp "$W/gen.memory.pickle" "$OUT/" 2>/dev/null
+python3 bench/gpu/trace_sizes.py "$W/gen.trace.json" | tee -a "$S"
+cp "$W/gen.memory.pickle" "$W/gen.table.txt" "$OUT/" 2>/dev/null
 
 log "2 stack cost per allocation (fake runtime, ns per call)"
 for i in 1 2 3; do
@@ -40,6 +43,11 @@ for i in 1 2 3; do
            NB_STACKS=$s python3 bench/alloc_stack_cost.py; fi | sed "s/^/$s $i /" | tee -a "$S"
   done
 done
+
+log "4 leak program: the surviving allocation names its line"
+LD_PRELOAD=$SHIM NB_OUT=$W/leak NB_PRINT_TABLE=0 "$B/bench/leak" 2>&1 | tail -n 2 | tee -a "$S"
+python3 bench/gpu/leak_check.py "$W/leak.memory.pickle" bench/gpu/leak.cu | tee -a "$S"
+cp "$W/leak.memory.pickle" "$OUT/" 2>/dev/null
 
 log "3 decode loop, bare vs NB_STACKS=all"
 bash bench/gpu_overhead_probe.sh "$B" "$OUT/p" "$DEADLINE" 0 "stacksall" | tail -n 2 | tee -a "$S"

@@ -11,6 +11,7 @@ c=$top/.carry
 rm -rf "$c"
 mkdir -p "$c/shim" "$c/collector" "$c/scripts" "$c/bench" "$c/test/fake_cuda"
 cp "$build/shim/libnb_shim.so" "$c/shim/"
+cp -a "$build/shim/nb-libs" "$c/shim/"
 cp "$build/collector/nb-options" "$c/collector/"
 cp "$build/scripts/nbprof" "$build/scripts/nb-demo" "$c/scripts/"
 cp "$build/bench/nb-bench-launch" "$build/bench/nb-bench-clock" "$c/bench/"
@@ -18,5 +19,6 @@ cp -a "$build"/test/fake_cuda/lib*.so* "$c/test/fake_cuda/"
 nvcc -O2 -arch=sm_90 -o "$c/bench/cublas_static" "$top/bench/gpu/cublas_static.cu" -lcublas
 nvcc -O2 -arch=sm_90 -o "$c/bench/launch_cupti" "$top/bench/gpu/launch_cupti.cu"
 nvcc -O2 -arch=sm_90 -o "$c/bench/cupti_probe" "$top/bench/gpu/cupti_probe.cu" -lcupti -Xlinker -rpath,/usr/local/cuda/lib64
+nvcc -g -O1 -arch=sm_90 -o "$c/bench/leak" "$top/bench/gpu/leak.cu"
 grep -qx '/.carry/' "$top/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$top/.git/info/exclude"
 du -sh "$c"

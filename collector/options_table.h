@@ -38,8 +38,8 @@
   NB_OPTION(torch_allocs, NB_TORCH_ALLOCS, Bool, "0", 0, 0, "",                              \
     "1 = add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF at start-up, so each "     \
     "PyTorch tensor allocation and free is a CUDA call nb sees (changes the allocator)")    \
-  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "200000", 1, 100000000, "",           \
-    "Memory history ring: newest entries kept in the snapshot's device_traces")             \
+  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "1000000", 1, 100000000, "",          \
+    "Memory history ring: newest entries kept in the snapshot's device_traces (64 bytes each)") \
   NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, "",                  \
     "Records per thread ring (rounded up to a power of two; 128 bytes each)")               \
   NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000, "",       \

@@ -14,6 +14,7 @@
 
 #include "formats/chrome_trace.h"
 #include "formats/memory_snapshot.h"
+#include "formats/stack_text.h"
 #include "shim/api.h"
 
 namespace nb {
@@ -384,18 +385,12 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
                          "stream " + std::to_string(key.second), static_cast<int64_t>(key.second)});
   }
 
-  // NB_STACKS: a call's stack as one text argument, innermost first, which
-  // Perfetto and chrome://tracing show with the event. Built once per
-  // distinct stack.
+  // NB_STACKS: a call's stack as one short text argument (formats/
+  // stack_text.h), built once per distinct stack.
   std::vector<std::string> stack_texts(ctx.stacks.size());
   const auto stack_text = [&](uint32_t id) -> const std::string& {
     std::string& text = stack_texts[id];
-    if (text.empty()) {
-      for (const formats::Frame& f : ctx.stacks[id]) {
-        if (!text.empty()) text += "\n";
-        text += f.name + " (" + f.filename + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ")";
-      }
-    }
+    if (text.empty()) text = formats::trace_stack_text(ctx.stacks[id]);
     return text;
   };
   for (size_t i = 0; i < recs.size(); ++i) {

@@ -1,5 +1,8 @@
 #include "collector/symbolizer.h"
 
+#include "collector/log.h"
+#include "collector/private_libs.h"
+
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>  // types and prototypes only: libdw is dlopen'ed, never linked
@@ -57,13 +60,16 @@ struct DwflApi {
 
 DwflApi load_dwfl() {
   DwflApi api;
-  // RTLD_LOCAL: libdw's (and libelf's) symbols stay out of the global scope,
-  // where they could bind the host's own copies.
-  void* h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+  // Private (RTLD_LOCAL): libdw's and libelf's symbols stay out of the
+  // global scope, where they could bind the host's own copies. libelf first,
+  // so that a bundled libdw binds the bundled libelf.
+  open_private_lib("libelf.so.1");
+  void* h = open_private_lib("libdw.so.1");
   if (h == nullptr) {
-    dlerror();  // leave no error behind for a host that reads dlerror() later
+    log::warn("libdw.so.1 not found: native frames named from symbol tables only, without source lines");
     return api;
   }
+  log::debug(std::string("source lines through ") + lib_path(h));
 #define NB_DWFL_RESOLVE(name)                                            \
   api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));       \
   if (api.name == nullptr) {                                             \

@@ -1,5 +1,8 @@
 #include "shim/stack_capture.h"
 
+#include "collector/log.h"
+#include "collector/private_libs.h"
+
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
@@ -37,9 +40,11 @@ uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note
   // libunwind, loaded privately: linked normally (or preloaded) it would put
   // its own _Unwind_RaiseException and backtrace in front of libgcc's and
   // glibc's, and the program's C++ exceptions would go through it. Debian
-  // ships no PIC static archive to link in instead.
-  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  // ships no PIC static archive to link in instead, so the build bundles
+  // the shared one (collector/private_libs.h).
+  void* h = open_private_lib("libunwind.so.8");
   if (h != nullptr) g_backtrace = reinterpret_cast<Backtrace>(real_dlsym(h, "unw_backtrace"));
+  if (g_backtrace != nullptr) log::debug(std::string("native stacks through ") + lib_path(h));
   if (g_backtrace == nullptr) {
     // glibc's backtrace (libgcc's unwinder) works too, more slowly; its first
     // call loads libgcc_s, so make it now rather than inside a hook.

@@ -36,7 +36,7 @@ TEST_CASE("a bad NB_* value gives one line and the default; the program runs on"
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")}, {{"NB_MEM_MAX_ENTRIES", "-3"}});
   REQUIRE(r.run.exit_code == 0);
-  const std::regex line("nb: NB_MEM_MAX_ENTRIES='-3' is not valid \\(expected [^\\n]*\\); using the default '200000'\\n");
+  const std::regex line("nb: NB_MEM_MAX_ENTRIES='-3' is not valid \\(expected [^\\n]*\\); using the default '1000000'\\n");
   CHECK(std::regex_search(r.run.err, line));
   REQUIRE(!r.trace.is_null());
 }

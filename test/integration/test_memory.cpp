@@ -131,6 +131,19 @@ TEST_CASE("stacks: the leak's surviving allocation names the leaking line and it
   CHECK(traced);
 }
 
+TEST_CASE("stacks: libunwind and libdw come from the copies bundled next to the shim", "[integration][memory][stacks]") {
+  // Machines without the -dev packages (the H200 image) must get the same
+  // stacks: the build copies the libraries into nb-libs/ beside the shim.
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},
+                                      {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}, {"NB_LOG", "debug"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  CHECK(r.run.err.find("native stacks through /") != std::string::npos);
+  CHECK(r.run.err.find("/nb-libs/libunwind.so.8\n") != std::string::npos);
+  CHECK(r.run.err.find("/nb-libs/libdw.so.1\n") != std::string::npos);
+}
+
 TEST_CASE("stacks: NB_STACKS=none records no frames", "[integration][memory][stacks]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "memory", {dir.file("manifest")},

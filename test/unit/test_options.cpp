@@ -23,7 +23,7 @@ TEST_CASE("defaults from the table, and every default parses", "[options]") {
   REQUIRE(problems.empty());
   REQUIRE(o.out == "nb-%n-%p");
   REQUIRE(o.log == LogLevel::Warn);
-  REQUIRE(o.mem_max_entries == 200000);
+  REQUIRE(o.mem_max_entries == 1000000);
   REQUIRE(o.enable);
   REQUIRE_FALSE(o.overwrite);
   // A default that did not parse would leave the field value-initialised;
@@ -55,7 +55,7 @@ TEST_CASE("a bad value gives one line naming the variable and the accepted forms
     REQUIRE(problems.size() == 1);
     REQUIRE(problems[0].find("NB_MEM_MAX_ENTRIES") != std::string::npos);
     REQUIRE(problems[0].find("expected an integer from 1 to") != std::string::npos);
-    REQUIRE(o.mem_max_entries == 200000);
+    REQUIRE(o.mem_max_entries == 1000000);
   }
   std::vector<std::string> problems;
   const Options o = parse({{"NB_LOG", "loud"}, {"NB_ENABLE", "maybe"}, {"NB_OUT", ""}}, problems);
