@@ -30,6 +30,7 @@ mode_env() {  # mode tag -> env assignments
     noflush) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_FLUSH_MS=0" ;;
     external) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_JOIN=external" ;;
     stacksall) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_STACKS=all" ;;
+    dormant) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_TRIGGER=signal" ;;
   esac
 }
 [ "$REPS" -gt 0 ] && echo "== launch cost, empty kernel (ns per launch)" | tee -a "$OUT/probe.txt"

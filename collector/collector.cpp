@@ -1,11 +1,17 @@
 #include "collector/collector.h"
 
+#include <cxxabi.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "collector/log.h"
+#include "collector/step_census.h"
+#include "collector/step_marker.h"
 
 namespace nb {
 
@@ -25,7 +31,19 @@ Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable
       tracer_(tracer && tracer->running() ? tracer : nullptr),
       hooks_(std::move(hooks)),
       session_(SessionLimits{options.trace_max_events, options.mem_max_entries}),
-      stacks_(hooks_.stacks) {}
+      stacks_(hooks_.stacks) {
+  schedule_ = Schedule{options.skip_first, options.wait, options.warmup, options.active, options.repeat};
+  const StepMarker marker = step_marker_for(options.step, options.active != 0);
+  capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
+  if (marker.kind == StepMarker::Kind::Time) time_step_ns_ = marker.ns;
+  const bool trigger = options.trigger == "signal";
+  toggle_ = trigger && options.active == 0 && !capture_range_;
+  // Windows of their own (<prefix>.w<N>.*) with a schedule, a capture range
+  // or a trigger; otherwise the whole run is one recording, as before.
+  windowed_ = options.active != 0 || capture_range_ || trigger;
+  armed_ = !trigger;  // a trigger waits for its signal
+  if (windowed_) feed_ = std::make_shared<MemoryFeed>(options.mem_max_entries);
+}
 
 bool Collector::start(std::function<void()> on_thread_start) {
   start_anchor_ = read_anchor();
@@ -46,6 +64,7 @@ bool Collector::start(std::function<void()> on_thread_start) {
 }
 
 size_t Collector::drain_once() {
+  if (windowed_) check_arming();
   size_t n = 0;
   registry_.for_each([&](ThreadSlot& slot) {
     // Exited is read before draining: a slot seen exited is fully drained by
@@ -55,12 +74,12 @@ size_t Collector::drain_once() {
     // so the thread is noted once per pass, not once per record.
     const size_t got = slot.ring.drain([&](const Record& r) {
       if (r.stack == 0) {
-        session_.consume(r);
+        route(r);
         return;
       }
       Record c = r;  // from here on, `stack` is the interned id
       c.stack = intern_stack(slot.frames, r.stack);
-      session_.consume(c);
+      route(c);
     });
     if (got) session_.note_thread(slot.tid.load(std::memory_order_relaxed), slot.name);
     n += got;
@@ -68,7 +87,11 @@ size_t Collector::drain_once() {
   });
   // Memory records older than the horizon cannot be overtaken by one still
   // in flight on another thread (assuming no call is in flight longer).
-  if (session_.memory_pending()) session_.apply_memory(memory_horizon());
+  if (windowed_) {
+    if (feed_->pending()) feed_->apply(std::min(memory_horizon(), memory_limit()));
+  } else if (session_.memory_pending()) {
+    session_.apply_memory(memory_horizon());
+  }
   if (tracer_) {
     // CUPTI hands over full buffers on its own; ask for partly filled ones
     // now and then so device records do not wait for the end.
@@ -80,6 +103,7 @@ size_t Collector::drain_once() {
     }
     take_device_records();
   }
+  if (windowed_ || time_step_ns_ != 0) service_windows();
   return n;
 }
 
@@ -117,8 +141,10 @@ void Collector::take_device_records() {
   std::vector<DeviceRecord> records;
   std::vector<ExternalCorrelation> external;
   tracer_->take(records, external);
-  for (const DeviceRecord& d : records) session_.consume(d);
-  for (const ExternalCorrelation& e : external) session_.consume(e);
+  // Correlations first: in join mode "external" they say where a device
+  // record goes.
+  for (const ExternalCorrelation& e : external) route(e);
+  for (const DeviceRecord& d : records) route(d);
 }
 
 uint64_t Collector::dropped() const {
@@ -172,7 +198,8 @@ void Collector::finish() {
     else thread_.join();
   }
   drain_once();
-  session_.apply_all_memory();
+  if (windowed_) feed_->apply_all();
+  else session_.apply_all_memory();
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): let the
     // device finish, force out the last buffers, stop CUPTI.
@@ -182,21 +209,44 @@ void Collector::finish() {
     tracer_->flush(true);
     take_device_records();
     tracer_->stop();
+  }
+
+  if (windowed_) {
+    // Windows still open: complete ones not yet written, and the one the
+    // program exited in (partial).
+    while (!windows_.empty()) close_window(windows_.begin()->first, true);
+    if (last_written_ == 0) log::debug("no recording window was reached; no files written");
+    return;
+  }
+  OutputContext ctx = current_context();
+  if (session_.consumed() == 0 && ctx.dropped == 0) {
+    log::debug("no CUDA calls recorded; no files written");
+    return;
+  }
+  if (options_.census) write_census(ctx);
+  if (!step_ends_.empty()) ctx.steps = step_spans(step_ends_.begin()->first, step_ends_.size(), session_.first());
+  if (step_ends_dropped_) ctx.notes.push_back("Steps past the first million not shown as spans: " + std::to_string(step_ends_dropped_));
+  write(session_, std::move(ctx));
+}
+
+OutputContext Collector::current_context() {
+  OutputContext ctx = context_;
+  if (tracer_) {
     const DeviceTracerCounts c = tracer_->counts();
-    context_.device_dropped = c.cupti_dropped;
+    ctx.device_dropped = c.cupti_dropped;
     if (c.incomplete) {
-      context_.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
-                               std::to_string(c.incomplete));
+      ctx.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
+                          std::to_string(c.incomplete));
     }
     if (c.failed_buffers) {
-      context_.notes.push_back("CUPTI buffers only partly kept (out of memory): " + std::to_string(c.failed_buffers));
+      ctx.notes.push_back("CUPTI buffers only partly kept (out of memory): " + std::to_string(c.failed_buffers));
     }
     if (c.refused_buffers) {
-      context_.notes.push_back("CUPTI buffer requests refused (NB_CUPTI_BUFFERS_MB reached): " +
-                               std::to_string(c.refused_buffers));
+      ctx.notes.push_back("CUPTI buffer requests refused (NB_CUPTI_BUFFERS_MB reached): " +
+                          std::to_string(c.refused_buffers));
     }
   }
-  if (hooks_.devices) context_.devices = hooks_.devices();
+  if (hooks_.devices) ctx.devices = hooks_.devices();
 
   // The second anchor for the tick → time map: at least 20 ms after the
   // first so that the TSC's rate is known to a few parts per million.
@@ -205,41 +255,83 @@ void Collector::finish() {
     std::this_thread::sleep_for(std::chrono::nanoseconds(20000000 - (end.mono_ns - start_anchor_.mono_ns)));
     end = read_anchor();
   }
-  context_.time = TimeMap::between(start_anchor_, end);
-  context_.dropped = dropped();
+  ctx.time = TimeMap::between(start_anchor_, end);
+  ctx.dropped = dropped();
   uint64_t in_rings = 0;
   registry_.for_each([&](ThreadSlot& slot) { in_rings += slot.ring.dropped(); });
   const uint64_t at_start = hooks_.extra_dropped ? hooks_.extra_dropped() : 0;
-  if (in_rings) context_.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
-  if (at_start) context_.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
-  if (registry_.failed_acquires()) context_.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));
+  if (in_rings) ctx.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
+  if (at_start) ctx.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
+  if (registry_.failed_acquires()) ctx.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));
   if (failed_passes_) {
-    context_.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
-                             " times; records of those passes may be missing or counted twice");
+    ctx.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
+                        " times; records of those passes may be missing or counted twice");
   }
   uint64_t stacks_lost = 0;
   registry_.for_each([&](ThreadSlot& slot) { stacks_lost += slot.frames.dropped(); });
-  if (stacks_lost) context_.notes.push_back("Calls recorded without their stack (a thread's frame ring was full): " + std::to_string(stacks_lost));
-  if (stacks_.overflowed()) context_.notes.push_back("Calls recorded without their stack (more than a million distinct stacks): " + std::to_string(stacks_.overflowed()));
-  context_.kernel_names = names_.snapshot();
-  if (session_.consumed() == 0 && context_.dropped == 0) {
-    log::debug("no CUDA calls recorded; no files written");
-    return;
-  }
+  if (stacks_lost) ctx.notes.push_back("Calls recorded without their stack (a thread's frame ring was full): " + std::to_string(stacks_lost));
+  if (stacks_.overflowed()) ctx.notes.push_back("Calls recorded without their stack (more than a million distinct stacks): " + std::to_string(stacks_.overflowed()));
+  if (late_records_) ctx.notes.push_back("Calls that reached the collector after their window was written, left out: " + std::to_string(late_records_));
+  if (late_device_) ctx.notes.push_back("Device records that came after their window was written, left out: " + std::to_string(late_device_));
+  ctx.kernel_names = names_.snapshot();
+  return ctx;
+}
+
+void Collector::write(const Session& s, OutputContext ctx) {
   if (stacks_.size()) {
     try {
-      context_.stacks = stacks_.symbolize();
+      ctx.stacks = stacks_.symbolize();
     } catch (...) {
-      context_.notes.push_back("Stacks could not be named (out of memory): the snapshot has none");
+      ctx.notes.push_back("Stacks could not be named (out of memory): the snapshot has none");
     }
   }
-  const OutputResult res = write_outputs(session_, context_);
+  const OutputResult res = write_outputs(s, ctx);
   for (const std::string& p : res.problems) log::warn(p);
   if (options_.print_table) log::print(res.table_for_stderr);
   std::string where;
   for (const std::string& w : res.written) where += (where.empty() ? "" : ", ") + w;
   if (!where.empty()) log::print("nb: wrote " + where + "\n");
-  if (context_.dropped) log::warn(std::to_string(context_.dropped) + " records dropped (the table's footer says why)");
+  if (ctx.dropped) log::warn(std::to_string(ctx.dropped) + " records dropped (the table's footer says why)");
+}
+
+void Collector::write_census(const OutputContext& ctx) {
+  // Every launch by its kernel's name as users see it (demangled), every
+  // NVTX range end: what step_census ranks.
+  std::vector<CensusEvent> events;
+  std::unordered_map<uint32_t, std::string> names;
+  const auto name = [&](uint32_t id) -> const std::string& {
+    auto it = names.find(id);
+    if (it != names.end()) return it->second;
+    std::string n = id < ctx.kernel_names.size() ? ctx.kernel_names[id] : std::string();
+    int status = -1;
+    if (n.size() > 2 && n[0] == '_' && n[1] == 'Z') {
+      char* d = abi::__cxa_demangle(n.c_str(), nullptr, nullptr, &status);
+      if (status == 0 && d != nullptr) n = d;
+      std::free(d);
+    }
+    return names.emplace(id, std::move(n)).first->second;
+  };
+  session_.records().for_each([&](const Record& r) {
+    if (r.kind == Kind::Launch && r.name != 0 && r.result == 0) {
+      events.push_back({name(r.name), false, static_cast<uint64_t>(ctx.time.epoch_ns(r.start)), r.tid});
+    }
+  });
+  for (const Record& r : session_.nvtx_ranges()) {
+    events.push_back({name(r.name), true, static_cast<uint64_t>(ctx.time.epoch_ns(r.end)), r.tid});
+  }
+  std::sort(events.begin(), events.end(), [](const CensusEvent& a, const CensusEvent& b) { return a.ns < b.ns; });
+  const std::string text = step_census(events, 20);
+  const std::string path = ctx.prefix + ".steps.txt";
+  std::string error;
+  const int fd = create_output_file(path, ctx.overwrite, error);
+  if (fd < 0) {
+    log::warn(error);
+  } else {
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) log::warn("could not write " + path);
+  }
+  log::print("nb: step markers (" + path + ")\n" + text);
 }
 
 }  // namespace nb

@@ -6,6 +6,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
 #include <mutex>
 #include <thread>
 
@@ -13,6 +16,7 @@
 #include "collector/name_table.h"
 #include "collector/options.h"
 #include "collector/output.h"
+#include "collector/schedule.h"
 #include "collector/session.h"
 #include "collector/stack_table.h"
 #include "collector/thread_registry.h"
@@ -30,6 +34,15 @@ struct CollectorHooks {
   // calls on_signal, which writes the outputs and ends the process.
   std::function<int()> pending_signal;
   std::function<void(int)> on_signal;
+  // Recording windows (collector/windows.cpp), all optional:
+  // NB_STEP=time:D: end the current step now; returns the step that ended.
+  std::function<uint32_t()> advance_step;
+  // NB_TRIGGER=signal: armed since last asked? (the step and tick at arming)
+  std::function<bool(uint64_t& step, uint64_t& tick)> take_arming;
+  // NB_TRIGGER=signal without a schedule: a second signal ends the window.
+  std::function<bool()> take_disarm;
+  // Nothing left to record (until armed again): hooks pass straight through.
+  std::function<void()> go_dormant;
 };
 
 class Collector {
@@ -55,6 +68,55 @@ class Collector {
   void take_device_records();
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
+
+  // Windows (windows.cpp). Records go to the window their step belongs to;
+  // memory records also to the run-long feed.
+  struct Window {
+    std::unique_ptr<Session> session;
+    uint64_t first_active = 0;   // absolute number of its first active step
+    uint64_t active = 0;         // steps it should get
+    uint64_t end_tick = 0;       // end of its last step, once complete
+    bool complete = false;
+    std::chrono::steady_clock::time_point close_at{};
+  };
+  void route(const Record& r);
+  void route(const DeviceRecord& d);
+  void route(const ExternalCorrelation& e);
+  StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
+  Window& window(uint64_t n, uint64_t rel_step);
+  void note_step_end(uint64_t step, uint64_t tick, uint32_t tid);
+  void check_arming();     // each pass, first: armed by a signal?
+  void service_windows();  // each pass, last: time steps, disarming, windows due
+  void close_window(uint64_t n, bool at_exit);
+  std::vector<OutputContext::StepSpan> step_spans(uint64_t first, uint64_t count, uint64_t fallback_start) const;
+  void write(const Session& s, OutputContext ctx);
+  OutputContext current_context();
+  void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt  // context_ with the figures of now (clock, drops, names)
+  uint64_t memory_limit() const;
+
+  bool windowed_ = false;      // else the whole run is one window (session_), plain file names
+  bool capture_range_ = false; // NB_STEP=profiler-api
+  bool toggle_ = false;        // NB_TRIGGER=signal without a schedule
+  Schedule schedule_;
+  uint64_t time_step_ns_ = 0;  // NB_STEP=time:D
+  uint64_t next_time_step_ns_ = 0;
+  std::shared_ptr<MemoryFeed> feed_;
+  std::map<uint64_t, Window> windows_;
+  struct StepEnd {
+    uint64_t tick;
+    uint32_t tid;
+  };
+  std::map<uint64_t, StepEnd> step_ends_;  // absolute step → where and when it ended
+  uint64_t step_ends_dropped_ = 0;
+  std::unordered_map<uint32_t, uint64_t> corr_window_;  // CUPTI correlation id → window
+  std::unordered_map<uint64_t, uint64_t> id_window_;    // record id → window (join "external")
+  bool armed_ = true;
+  uint64_t arm_step_ = 0;
+  uint64_t arm_tick_ = 0;
+  uint64_t window_base_ = 0;   // numbers used by earlier armings
+  uint64_t last_written_ = 0;  // windows are written in order
+  uint64_t late_records_ = 0;  // arrived after their window was written
+  uint64_t late_device_ = 0;
 
   const Options options_;
   ThreadRegistry& registry_;

@@ -122,6 +122,27 @@ void DeviceTracer::stop() {
   running_ = false;
 }
 
+namespace {
+const CUpti_ActivityKind kWorkKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+}  // namespace
+
+void DeviceTracer::pause() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (!running_ || paused_ || api_.cuptiActivityDisable == nullptr) return;
+  for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityDisable(k);
+  if (external_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  paused_ = true;
+}
+
+void DeviceTracer::resume() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (!running_ || !paused_) return;
+  for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityEnable(k);
+  if (external_) api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  paused_ = false;
+}
+
 void DeviceTracer::flush(bool forced) {
   if (api_.cuptiActivityFlushAll == nullptr) return;
   api_.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);

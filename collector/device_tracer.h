@@ -48,6 +48,10 @@ class DeviceTracer {
   void take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external);
   // Stops activity (after a forced flush). Idempotent.
   void stop();
+  // Between recording windows: activity off, buffers kept; resume() turns
+  // it back on. No-ops unless running.
+  void pause();
+  void resume();
 
   DeviceTracerCounts counts() const;
 
@@ -65,6 +69,8 @@ class DeviceTracer {
   NameTable& names_;
   CuptiApi api_;
   bool running_ = false;
+  bool paused_ = false;
+  std::mutex pause_mu_;  // pause() on the collector vs resume() on an arming thread
   bool external_ = false;
   size_t max_buffers_ = 0;
 

@@ -170,7 +170,7 @@ uint64_t MemoryTracker::peak_bytes(int device) const {
   return device >= 0 && static_cast<size_t>(device) < peak_bytes_.size() ? peak_bytes_[static_cast<size_t>(device)] : 0;
 }
 
-formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time) const {
+formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time, uint64_t from_ticks) const {
   formats::SnapshotData s;
   int max_device = 0;
 
@@ -199,6 +199,7 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time) const {
   s.device_traces.resize(static_cast<size_t>(max_device) + 1);
   for (size_t k = 0; k < n; ++k) {
     const Entry& e = ring_[(first + k) % n];
+    if (e.ticks < from_ticks) continue;
     formats::TraceEntry t;
     t.action = e.action;
     t.addr = e.addr;

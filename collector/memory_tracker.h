@@ -36,7 +36,9 @@ class MemoryTracker {
 
   // Live allocations as segments and the newest history, with ticks turned
   // into epoch microseconds.
-  formats::SnapshotData snapshot(const TimeMap& time) const;
+  // Entries older than `from_ticks` are left out of device_traces (a
+  // recording window's snapshot starts at the window).
+  formats::SnapshotData snapshot(const TimeMap& time, uint64_t from_ticks = 0) const;
 
   const MemoryCounts& counts() const { return counts_; }
   const std::vector<MemoryPoint>& curve() const { return curve_; }

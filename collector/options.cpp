@@ -1,5 +1,7 @@
 #include "collector/options.h"
 
+#include "collector/step_marker.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -111,6 +113,12 @@ bool parse_typed(const std::string& s, const OptionInfo& info, std::string& out)
     out = s;
     return true;
   }
+  if (t == "Step") {
+    StepMarker m;
+    std::string error;
+    out = s;
+    return parse_step_marker(s, m, error);
+  }
   out = s;
   return !s.empty();
 }
@@ -132,6 +140,7 @@ std::string accepted(const OptionInfo& info) {
     return "one of " + c;
   }
   if (t == "Path") return "a path";
+  if (t == "Step") return "kernel:REGEX, nvtx:NAME, sync, launches:N, time:DURATION or profiler-api";
   if (t == "UInt") {
     return "an integer from " + std::to_string(info.min) + " to " + std::to_string(info.max) +
            " (suffix k/m/g = x1000)";

@@ -15,6 +15,7 @@ enum class LogLevel : uint8_t { Trace, Debug, Info, Warn, Error, Off };
 struct Options {
 #define NB_FIELD_String std::string
 #define NB_FIELD_Path std::string
+#define NB_FIELD_Step std::string
 #define NB_FIELD_Choice std::string
 #define NB_FIELD_Bool bool
 #define NB_FIELD_UInt uint64_t

@@ -52,5 +52,26 @@
   NB_OPTION(table_rows, NB_TABLE_ROWS, UInt, "12", 0, 100000, "",                            \
     "Rows of the ranking table printed to stderr (0 = all; the file always has all)")       \
   NB_OPTION(overwrite, NB_OVERWRITE, Bool, "0", 0, 0, "",                                    \
-    "Overwrite existing output files (default: keep them and warn)")
+    "Overwrite existing output files (default: keep them and warn)")                        \
+  NB_OPTION(step, NB_STEP, Step, "", 0, 0, "",                                                \
+    "What ends a step: kernel:REGEX, nvtx:NAME, sync, launches:N, time:DURATION, "          \
+    "profiler-api (cudaProfilerStart/Stop bound the active part); empty = sync when a "      \
+    "schedule is set")                                                                      \
+  NB_OPTION(skip_first, NB_SKIP_FIRST, UInt, "0", 0, 1000000000, "",                         \
+    "Steps ignored before the first wait")                                                  \
+  NB_OPTION(wait, NB_WAIT, UInt, "0", 0, 1000000000, "",                                     \
+    "Steps ignored at the start of each cycle")                                             \
+  NB_OPTION(warmup, NB_WARMUP, UInt, "0", 0, 1000000000, "",                                 \
+    "Steps recorded and thrown away after the wait")                                        \
+  NB_OPTION(active, NB_ACTIVE, UInt, "0", 0, 1000000000, "",                                 \
+    "Steps kept per window (0 = no schedule: one window over the whole run); each window "  \
+    "is written as <prefix>.w<N>.*")                                                        \
+  NB_OPTION(repeat, NB_REPEAT, UInt, "1", 0, 1000000000, "",                                 \
+    "Windows to record (0 = cycle until the program exits)")                                \
+  NB_OPTION(trigger, NB_TRIGGER, Choice, "none", 0, 0, "none|signal",                         \
+    "signal = dormant (hooks pass straight through) until SIGUSR2 arms the schedule; "      \
+    "armed again by the next SIGUSR2 once the window is written")                             \
+  NB_OPTION(census, NB_CENSUS, Bool, "0", 0, 0, "",                                          \
+    "Also write <prefix>.steps.txt and print it: kernels and NVTX ranges that recur like "  \
+    "steps, ranked, with the NB_STEP value for each (what nbprof steps runs)")
 // clang-format on

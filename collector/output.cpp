@@ -277,6 +277,86 @@ uint64_t clip_partial_overlaps(std::vector<formats::Event>& events, size_t first
   return clipped;
 }
 
+// Spans of the program's own structure: ProfilerStep#N for each recorded
+// step (NB_STEP) and each NVTX range as `user_annotation` on its thread, as
+// torch.profiler writes them; and each NVTX range again as
+// `gpu_user_annotation` over the device work its calls launched, on the
+// stream of the first of it.
+void add_annotations(const Session& s, const OutputContext& ctx,
+                     const std::unordered_map<uint32_t, size_t>& by_corr, formats::TraceData& t) {
+  using formats::Category;
+  const auto span = [&](uint32_t name, Category cat, int64_t pid, int64_t tid, uint64_t start, uint64_t end) {
+    formats::Event e;
+    e.name = name;
+    e.cat = cat;
+    e.pid = pid;
+    e.tid = tid;
+    e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_ns(start));
+    e.dur_ns = end >= start ? ctx.time.duration_ns(end - start) : 0;
+    return e;
+  };
+  for (const OutputContext::StepSpan& st : ctx.steps) {
+    const uint32_t name = static_cast<uint32_t>(t.names.size());
+    t.names.push_back("ProfilerStep#" + std::to_string(st.number));
+    t.events.push_back(span(name, Category::UserAnnotation, ctx.pid, st.tid, st.start, st.end));
+  }
+  const std::vector<Record>& ranges = s.nvtx_ranges();
+  if (ranges.empty()) return;
+  const auto name_of = [&](uint32_t id) { return static_cast<uint32_t>(kApiCount + id); };
+  // Ranges by thread, in start order, to find those enclosing a launch.
+  std::map<uint32_t, std::vector<size_t>> by_tid;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const Record& r = ranges[i];
+    t.events.push_back(span(name_of(r.name), Category::UserAnnotation, ctx.pid, r.tid, r.start, r.end));
+    by_tid[r.tid].push_back(i);
+  }
+  for (auto& [tid, idx] : by_tid) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return ranges[a].start < ranges[b].start; });
+  }
+  struct Cover {
+    uint64_t start = UINT64_MAX, end = 0;  // monotonic ns of device work
+    uint32_t device = 0, stream = 0;
+  };
+  std::vector<Cover> cover(ranges.size());
+  const RecordLog& recs = s.records();
+  s.device_records().for_each([&](const DeviceRecord& d) {
+    auto host = by_corr.find(d.correlation);
+    if (host == by_corr.end()) return;
+    const Record& h = recs[host->second];
+    auto tr = by_tid.find(h.tid);
+    if (tr == by_tid.end()) return;
+    const std::vector<size_t>& idx = tr->second;
+    // Enclosing ranges start at or before the call; nested ones are close
+    // before it, so a bounded look back finds them.
+    auto it = std::upper_bound(idx.begin(), idx.end(), h.start,
+                               [&](uint64_t v, size_t i) { return v < ranges[i].start; });
+    for (int look = 0; it != idx.begin() && look < 64; ++look) {
+      --it;
+      const Record& r = ranges[*it];
+      if (r.end < h.start) continue;
+      Cover& c = cover[*it];
+      if (c.start == UINT64_MAX) {
+        c.device = d.device;
+        c.stream = d.stream;
+      }
+      c.start = std::min(c.start, d.start);
+      c.end = std::max(c.end, d.end);
+    }
+  });
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const Cover& c = cover[i];
+    if (c.start == UINT64_MAX) continue;
+    formats::Event e;
+    e.name = name_of(ranges[i].name);
+    e.cat = Category::GpuUserAnnotation;
+    e.pid = c.device;
+    e.tid = c.stream;
+    e.ts_ns = static_cast<uint64_t>(ctx.time.epoch_from_mono(c.start));
+    e.dur_ns = c.end >= c.start ? c.end - c.start : 0;
+    t.events.push_back(std::move(e));
+  }
+}
+
 }  // namespace
 
 formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats) {
@@ -292,6 +372,10 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   const ChunkedLog<DeviceRecord>& dev = s.device_records();
   int64_t first_epoch = recs.empty() ? ctx.time.epoch0 : ctx.time.epoch_ns(s.first());
   dev.for_each([&](const DeviceRecord& d) { first_epoch = std::min(first_epoch, ctx.time.epoch_from_mono(d.start)); });
+  // A step span begins where the step before it ended, which can be before
+  // the window's first call; NVTX ranges may begin before any call.
+  for (const OutputContext::StepSpan& st : ctx.steps) first_epoch = std::min(first_epoch, ctx.time.epoch_ns(st.start));
+  for (const Record& r : s.nvtx_ranges()) first_epoch = std::min(first_epoch, ctx.time.epoch_ns(r.start));
   t.base_time_ns = static_cast<uint64_t>(first_epoch) - static_cast<uint64_t>(first_epoch) % 1000000000ull;
   t.devices = ctx.devices;
 
@@ -366,6 +450,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
     t.names.emplace_back("Device memory (bytes)");
     t.counters.reserve(curve.size());
     for (const MemoryPoint& p : curve) {
+      if (p.ticks < ctx.window_from || p.ticks > ctx.window_to) continue;
       formats::Counter c;
       c.name = counter_name;
       c.pid = p.device;
@@ -413,13 +498,14 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
     }
     t.events.push_back(std::move(e));
   }
+  add_annotations(s, ctx, by_corr, t);
   t.trace_name = ctx.prefix + ".trace.json";
   if (stats) *stats = js;
   return t;
 }
 
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx) {
-  formats::SnapshotData snap = s.memory().snapshot(ctx.time);
+  formats::SnapshotData snap = s.memory().snapshot(ctx.time, ctx.window_from);
   if (!ctx.stacks.empty()) snap.stacks = ctx.stacks;
   snap.allocator_settings.emplace_back("recorded_by", "nb (libnb_shim.so)");
   snap.allocator_settings.emplace_back("source", "CUDA driver and runtime allocation calls");

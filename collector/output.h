@@ -35,6 +35,19 @@ struct OutputContext {
   double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
   bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
   std::vector<formats::Stack> stacks;      // named stacks, index = StackTable id (NB_STACKS)
+  // A recording window (NB_ACTIVE, NB_TRIGGER): memory history entries and
+  // memory curve points outside [window_from, window_to] (ticks) are left
+  // out; the snapshot's segments are the state at the window's end.
+  uint64_t window_from = 0;
+  uint64_t window_to = UINT64_MAX;
+  // Steps (NB_STEP) shown as ProfilerStep#N spans on the thread that ended
+  // them, the way torch.profiler marks prof.step().
+  struct StepSpan {
+    uint64_t number;
+    uint64_t start, end;  // ticks
+    uint32_t tid;
+  };
+  std::vector<StepSpan> steps;
 };
 
 // What joining host and device records found (for the footer and tests).

@@ -23,6 +23,8 @@ enum class Kind : uint8_t {
   HostFree,    // ptr
   Sync,        // synchronize calls
   Module,      // module / library unloads
+  Profiler,    // cudaProfilerStart / Stop (NB_STEP=profiler-api)
+  Nvtx,        // an NVTX range (start..end, name = interned range name), not a CUDA call
 };
 
 // Direction of a copy, as far as the host call tells it.
@@ -32,6 +34,7 @@ namespace record_flag {
 constexpr uint8_t kManaged = 1 << 0;  // cuMemAllocManaged / cudaMallocManaged
 constexpr uint8_t kAsync = 1 << 1;    // stream-ordered allocation or free
 constexpr uint8_t kPoolReserved = 1 << 2;  // aux = bytes the memory pool holds after the call
+constexpr uint8_t kStepEnd = 1 << 3;       // this call ended step `step` (NB_STEP), at `end`
 }  // namespace record_flag
 
 struct alignas(64) Record {
@@ -63,6 +66,9 @@ struct alignas(64) Record {
   // (the outermost API CUPTI traced) and the last (the innermost).
   uint32_t corr_first;
   uint32_t corr_last;
+  // The step (NB_STEP) the program was in when the call began: steps ended
+  // so far, process-wide. The collector maps it to a window (schedule.h).
+  uint32_t step;
 };
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
 

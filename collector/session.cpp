@@ -26,6 +26,11 @@ uint64_t effect_time(const Record& r) {
 }  // namespace
 
 void Session::consume(const Record& r) {
+  if (r.kind == Kind::Nvtx) {
+    // A range the program annotated, not a CUDA call: no table row.
+    nvtx_.push_back(r);
+    return;
+  }
   ++consumed_;
   const uint64_t dur = r.end >= r.start ? r.end - r.start : 0;
   ApiStats& s = api_stats_[r.api < kApiCount ? r.api : 0];
@@ -39,35 +44,35 @@ void Session::consume(const Record& r) {
 
   if (records_.size() < limits_.trace_max_events) records_.push_back(r);
   else ++trace_overflow_;
-  switch (r.kind) {
-    case Kind::Alloc: case Kind::Free: case Kind::VmmCreate: case Kind::VmmRelease:
-    case Kind::VmmMap: case Kind::VmmUnmap:
-    {
-      // Everything that can run out of memory happens before the record is
-      // placed, so a failure loses the record and nothing else, and
-      // apply_memory() never allocates.
-      grow_for_one(pending_memory_, pending_memory_.size());
-      grow_for_one(free_slots_, pending_slots_.size());
-      uint32_t slot;
-      if (!free_slots_.empty()) {
-        slot = free_slots_.back();
-        free_slots_.pop_back();
-        pending_slots_[slot] = r;
-      } else {
-        slot = static_cast<uint32_t>(pending_slots_.size());
-        pending_slots_.push_back(r);
-      }
-      pending_memory_.push_back({effect_time(r), memory_arrivals_++, slot});
-      std::push_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
-    }
-      break;
-    default:
-      break;
-  }
+  if (own_feed_) feed_->consume(r);
 }
 
+bool is_memory_kind(Kind k) {
+  return k == Kind::Alloc || k == Kind::Free || k == Kind::VmmCreate || k == Kind::VmmRelease ||
+         k == Kind::VmmMap || k == Kind::VmmUnmap;
+}
 
-void Session::apply_memory(uint64_t horizon) {
+void MemoryFeed::consume(const Record& r) {
+  if (!is_memory_kind(r.kind)) return;
+  // Everything that can run out of memory happens before the record is
+  // placed, so a failure loses the record and nothing else, and apply()
+  // never allocates.
+  grow_for_one(pending_memory_, pending_memory_.size());
+  grow_for_one(free_slots_, pending_slots_.size());
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    pending_slots_[slot] = r;
+  } else {
+    slot = static_cast<uint32_t>(pending_slots_.size());
+    pending_slots_.push_back(r);
+  }
+  pending_memory_.push_back({effect_time(r), memory_arrivals_++, slot});
+  std::push_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+}
+
+void MemoryFeed::apply(uint64_t horizon) {
   // Same effect time: in the order they were drained (as a stable sort would).
   while (!pending_memory_.empty() && pending_memory_.front().time < horizon) {
     std::pop_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());

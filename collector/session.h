@@ -60,49 +60,22 @@ struct DeviceStats {  // durations in ns
   uint64_t max = 0;
 };
 
-struct SessionLimits {
-  size_t trace_max_events = 1000000;
-  size_t mem_max_entries = 200000;
-};
-
-class Session {
+// Memory records reach the tracker in time order, not in the order the
+// rings were drained (a free on one thread and the allocation that reuses
+// its address on another can sit in two rings): they wait here and are
+// applied, sorted, once older than a horizon (ticks), or all at the end.
+// One feed spans the whole run, across recording windows: a window's
+// snapshot needs the allocations made before it began.
+class MemoryFeed {
  public:
-  explicit Session(const SessionLimits& limits)
-      : limits_(limits), memory_(limits.mem_max_entries) {}
-
-  void consume(const Record& r);
-  void consume(const DeviceRecord& d);
-  // Memory records reach the tracker in time order, not in the order the
-  // rings were drained (a free on one thread and the allocation that reuses
-  // its address on another can sit in two rings): they wait here and are
-  // applied, sorted, once older than `horizon` (ticks), or all at the end.
-  void apply_memory(uint64_t horizon);
-  void apply_all_memory() { apply_memory(UINT64_MAX); }
-  bool memory_pending() const { return !pending_memory_.empty(); }
-  void consume(const ExternalCorrelation& e) { external_.push_back(e); }
-  void note_thread(uint32_t tid, const char* name);
-
-  const RecordLog& records() const { return records_; }
-  // Indexed by ApiId; calls == 0 for APIs never called.
-  const std::array<ApiStats, kApiCount>& api_stats() const { return api_stats_; }
-  const MemoryTracker& memory() const { return memory_; }
-  const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
-  const std::vector<ExternalCorrelation>& external_correlations() const { return external_; }
-  // Indexed by the record's name id.
-  const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
-  uint64_t device_consumed() const { return device_consumed_; }
-  uint64_t device_overflow() const { return device_overflow_; }
-  const std::map<uint32_t, std::string>& threads() const { return threads_; }
-  uint64_t consumed() const { return consumed_; }
-  uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
-  // Earliest start and latest end, in ticks.
-  uint64_t first() const { return first_; }
-  uint64_t last() const { return last_; }
+  explicit MemoryFeed(size_t max_entries) : memory_(max_entries) {}
+  void consume(const Record& r);  // memory kinds only; others are ignored
+  void apply(uint64_t horizon);
+  void apply_all() { apply(UINT64_MAX); }
+  bool pending() const { return !pending_memory_.empty(); }
+  const MemoryTracker& tracker() const { return memory_; }
 
  private:
-  SessionLimits limits_;
-  RecordLog records_;
-  std::array<ApiStats, kApiCount> api_stats_{};
   MemoryTracker memory_;
   // A min-heap on (effect time, arrival): a pass costs O(log n) per record,
   // not a sort of everything still waiting (100 ms of a burst of frees can
@@ -120,6 +93,58 @@ class Session {
   std::vector<Record> pending_slots_;
   std::vector<uint32_t> free_slots_;
   uint64_t memory_arrivals_ = 0;
+};
+
+bool is_memory_kind(Kind k);
+
+struct SessionLimits {
+  size_t trace_max_events = 1000000;
+  size_t mem_max_entries = 1000000;
+};
+
+class Session {
+ public:
+  // With its own memory feed (the whole run is one window), or sharing the
+  // collector's, which then feeds it memory records itself.
+  explicit Session(const SessionLimits& limits)
+      : limits_(limits), feed_(std::make_shared<MemoryFeed>(limits.mem_max_entries)), own_feed_(true) {}
+  Session(const SessionLimits& limits, std::shared_ptr<MemoryFeed> shared)
+      : limits_(limits), feed_(std::move(shared)), own_feed_(false) {}
+
+  void consume(const Record& r);
+  void consume(const DeviceRecord& d);
+  void apply_memory(uint64_t horizon) { feed_->apply(horizon); }
+  void apply_all_memory() { feed_->apply_all(); }
+  bool memory_pending() const { return feed_->pending(); }
+  void consume(const ExternalCorrelation& e) { external_.push_back(e); }
+  void note_thread(uint32_t tid, const char* name);
+
+  const RecordLog& records() const { return records_; }
+  // Indexed by ApiId; calls == 0 for APIs never called.
+  const std::array<ApiStats, kApiCount>& api_stats() const { return api_stats_; }
+  const MemoryTracker& memory() const { return feed_->tracker(); }
+  // NVTX ranges (Kind::Nvtx records), for user_annotation spans.
+  const std::vector<Record>& nvtx_ranges() const { return nvtx_; }
+  const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
+  const std::vector<ExternalCorrelation>& external_correlations() const { return external_; }
+  // Indexed by the record's name id.
+  const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
+  uint64_t device_consumed() const { return device_consumed_; }
+  uint64_t device_overflow() const { return device_overflow_; }
+  const std::map<uint32_t, std::string>& threads() const { return threads_; }
+  uint64_t consumed() const { return consumed_; }
+  uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
+  // Earliest start and latest end, in ticks.
+  uint64_t first() const { return first_; }
+  uint64_t last() const { return last_; }
+
+ private:
+  SessionLimits limits_;
+  RecordLog records_;
+  std::array<ApiStats, kApiCount> api_stats_{};
+  std::shared_ptr<MemoryFeed> feed_;
+  bool own_feed_;
+  std::vector<Record> nvtx_;
   ChunkedLog<DeviceRecord> device_;
   std::vector<ExternalCorrelation> external_;
   std::unordered_map<uint32_t, DeviceStats> device_stats_;

@@ -98,4 +98,12 @@ bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& er
   return false;
 }
 
+StepMarker step_marker_for(const std::string& spec, bool scheduled) {
+  StepMarker m;
+  std::string error;
+  if (!parse_step_marker(spec, m, error)) m = StepMarker{};  // said at start-up (options)
+  if (m.kind == StepMarker::Kind::None && scheduled) m.kind = StepMarker::Kind::Sync;
+  return m;
+}
+
 }  // namespace nb

@@ -24,6 +24,10 @@ struct StepMarker {
 // what was wrong and what is accepted.
 bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& error);
 
+// The marker a run uses: NB_STEP as parsed; with none, `sync` when a
+// schedule (NB_ACTIVE) is set, since a schedule counts steps.
+StepMarker step_marker_for(const std::string& spec, bool scheduled);
+
 // "500ms", "1.5s", "250us", "1000ns" → nanoseconds; false if malformed or 0.
 bool parse_duration_ns(const std::string& text, uint64_t& ns);
 

@@ -19,6 +19,12 @@ namespace {
 
 const CuptiApi* g_api = nullptr;
 CUpti_SubscriberHandle g_subscriber = nullptr;
+std::vector<CuptiCallback>* g_callbacks = nullptr;  // enabled for the join (callback mode)
+
+void enable_callbacks(uint32_t on) {
+  if (g_api == nullptr || g_subscriber == nullptr || g_callbacks == nullptr) return;
+  for (const CuptiCallback& c : *g_callbacks) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
+}
 
 // Runs inside the traced call, on the calling thread: keep the first and the
 // last correlation id CUPTI hands out while the hook's call runs (a runtime
@@ -84,6 +90,7 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
 
   const auto callbacks = match_callbacks(api, device_work_apis());
   if (mode == JoinMode::Callback) {
+    g_callbacks = new std::vector<CuptiCallback>(callbacks);
     for (const CuptiCallback& c : callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
   } else if (mode == JoinMode::External) {
     for (const CuptiCallback& c : callbacks) {
@@ -94,6 +101,9 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
   g_join_mode = mode;
   return true;
 }
+
+void pause_device_callbacks() { enable_callbacks(0); }
+void resume_device_callbacks() { enable_callbacks(1); }
 
 void push_external_id(uint64_t id) {
   g_api->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);

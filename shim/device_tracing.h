@@ -26,6 +26,10 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
 // For the collector at the end: wait (at most `limit`) for the work of every
 // active context to finish; false if it did not in time. Describe the devices.
 bool synchronize_devices(std::chrono::milliseconds limit);
+// Between recording windows: CUPTI's callbacks on the traced calls off, and
+// on again (join mode "callback"; no-ops otherwise).
+void pause_device_callbacks();
+void resume_device_callbacks();
 std::vector<formats::DeviceProperties> query_devices();
 
 }  // namespace nb::shim

@@ -13,6 +13,7 @@
 #include "shim/join.h"
 #include "shim/stack_capture.h"
 #include "shim/state.h"
+#include "shim/steps.h"
 #include "shim/thread_state.h"
 
 namespace nb::shim {
@@ -83,7 +84,7 @@ class HookScope {
     if (__builtin_expect(!g_exit_handler_registered.load(std::memory_order_relaxed), 0)) register_exit_handler();
   }
 
- private:
+ public:
   static Record* reserve(ThreadState& t, uint16_t api, Kind kind) {
     // No ring: either the shim is shutting down or the mapping failed (the
     // registry counts that as a drop).
@@ -96,9 +97,11 @@ class HookScope {
     r->api = api;
     r->kind = kind;
     r->device = -1;
+    r->step = g_step.load(std::memory_order_relaxed);
     return r;
   }
 
+ private:
   static bool causes_device_work(Kind k) {
     return k == Kind::Launch || k == Kind::Graph || k == Kind::Memcpy || k == Kind::Memset;
   }
@@ -108,5 +111,14 @@ class HookScope {
   bool entered_ = false;
   bool pushed_ = false;
 };
+
+// A record not made by a hooked call (an NVTX range) on this thread, to fill
+// and then publish(); null when this thread cannot record now.
+inline Record* reserve_standalone(Kind kind) {
+  ThreadState& t = t_state;
+  if (t.internal || t.depth != 0 || !recording()) return nullptr;
+  return HookScope::reserve(t, 0, kind);
+}
+inline void publish_standalone() { t_state.slot->ring.publish(); }
 
 }  // namespace nb::shim

@@ -198,6 +198,9 @@
     (CUstream hStream), (hStream), { r.stream = handle(hStream); })                            \
   X(cuEventSynchronize, "cuEventSynchronize", 2000, ANY, Sync,                                 \
     (CUevent hEvent), (hEvent), { r.ptr = handle(hEvent); })                                   \
+  /* ---- the capture range of NB_STEP=profiler-api ---- */                                    \
+  X(cuProfilerStart, "cuProfilerStart", 4000, ANY, Profiler, (), (), {})                       \
+  X(cuProfilerStop, "cuProfilerStop", 4000, ANY, Profiler, (), (), {})                         \
   /* ---- unloads: a function handle may be reused afterwards, so cached ---- */               \
   /* ---- kernel names are forgotten                                     ---- */               \
   X(cuModuleUnload, "cuModuleUnload", 2000, ANY, Module,                                       \
@@ -304,5 +307,8 @@
   NB_RT_TWIN(X, cudaStreamSynchronize, cudaStreamSynchronize_ptsz, Sync, (cudaStream_t s), (s), \
     { r.stream = handle(s); })                                                                 \
   X(cudaEventSynchronize, "cudaEventSynchronize", Sync, (cudaEvent_t e), (e),                  \
-    { r.ptr = handle(e); })
+    { r.ptr = handle(e); })                                                                    \
+  /* ---- the capture range of NB_STEP=profiler-api ---- */                                    \
+  X(cudaProfilerStart, "cudaProfilerStart", Profiler, (), (), {})                              \
+  X(cudaProfilerStop, "cudaProfilerStop", Profiler, (), (), {})
 // clang-format on

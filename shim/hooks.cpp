@@ -10,6 +10,7 @@
 #include "shim/hook_entries.h"
 #include "shim/hook_scope.h"
 #include "shim/real_functions.h"
+#include "shim/steps.h"
 
 #define NB_EXPORT __attribute__((visibility("default")))
 
@@ -60,6 +61,7 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
       fill;                                                                                \
       note_oom(scope, rc);                                                                 \
     }                                                                                      \
+    if (Record* own = scope.own()) after_call(*own);                                       \
     return rc;                                                                             \
   }
 #define NB_DEFINE_DRIVER(sym, base, since, variant, kind, params, args, fill) \

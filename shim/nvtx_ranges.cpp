@@ -1,24 +1,100 @@
-// Placeholder until the recorder side lands: logs at debug level.
 #include "shim/nvtx_ranges.h"
 
-#include <atomic>
-#include <string>
+#include <mutex>
+#include <unordered_map>
 
-#include "collector/log.h"
+#include "collector/clock.h"
+#include "shim/hook_scope.h"
+#include "shim/runtime.h"
+#include "shim/steps.h"
 
 namespace nb::shim {
 
 namespace {
-std::atomic<uint64_t> g_next_range{1};
+
+struct OpenRange {
+  uint32_t name;   // NameTable id, 0 = not recorded (the shim was not recording at the push)
+  uint32_t step;   // the step the range began in
+  uint64_t start;  // ticks
+};
+
+// Thread ranges nest: a fixed stack per thread, no allocation. Deeper
+// ranges than this are counted in the depth but not recorded.
+constexpr uint32_t kMaxDepth = 64;
+__thread OpenRange t_open[kMaxDepth] __attribute__((tls_model("initial-exec")));
+__thread uint32_t t_depth __attribute__((tls_model("initial-exec")));
+
+// Process ranges may end on another thread: kept by id.
+std::mutex* g_process_mu = new std::mutex;
+std::unordered_map<uint64_t, OpenRange>* g_process = new std::unordered_map<uint64_t, OpenRange>;
+std::atomic<uint64_t> g_next_id{1};
+
+uint32_t name_id(const char* name) { return intern_name(name != nullptr && *name ? name : "(unnamed range)"); }
+
+OpenRange open(const char* name) {
+  if (!recording()) return OpenRange{0, 0, 0};
+  return OpenRange{name_id(name), g_step.load(std::memory_order_relaxed), now_ticks()};
 }
 
-void nvtx_push(const char* name) { log::debug(std::string("nvtx push ") + (name ? name : "(null)")); }
-void nvtx_pop() { log::debug("nvtx pop"); }
+void close(const OpenRange& o) {
+  if (o.name == 0) return;
+  const uint64_t end = now_ticks();
+  Record* r = reserve_standalone(Kind::Nvtx);
+  if (r == nullptr) return;  // not recording now, or the ring is full (counted)
+  r->start = o.start;
+  r->end = end;
+  r->name = o.name;
+  r->step = o.step;
+  if (nvtx_ends_step(o.name)) end_step(*r);
+  publish_standalone();
+}
+
+}  // namespace
+
+void nvtx_push(const char* name) {
+  try {
+    const uint32_t d = t_depth++;
+    if (d < kMaxDepth) t_open[d] = open(name);
+  } catch (...) {
+  }
+}
+
+void nvtx_pop() {
+  if (t_depth == 0) return;  // a pop without its push: nothing to close
+  const uint32_t d = --t_depth;
+  if (d >= kMaxDepth) return;
+  try {
+    close(t_open[d]);
+  } catch (...) {
+  }
+}
+
 uint64_t nvtx_start(const char* name) {
-  const uint64_t id = g_next_range.fetch_add(1);
-  log::debug(std::string("nvtx start ") + (name ? name : "(null)") + " " + std::to_string(id));
+  const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  try {
+    const OpenRange o = open(name);
+    if (o.name != 0) {
+      std::lock_guard<std::mutex> lock(*g_process_mu);
+      g_process->emplace(id, o);
+    }
+  } catch (...) {
+  }
   return id;
 }
-void nvtx_end(uint64_t id) { log::debug("nvtx end " + std::to_string(id)); }
+
+void nvtx_end(uint64_t id) {
+  try {
+    OpenRange o{0, 0, 0};
+    {
+      std::lock_guard<std::mutex> lock(*g_process_mu);
+      auto it = g_process->find(id);
+      if (it == g_process->end()) return;
+      o = it->second;
+      g_process->erase(it);
+    }
+    close(o);
+  } catch (...) {
+  }
+}
 
 }  // namespace nb::shim

@@ -23,7 +23,10 @@
 #include "shim/stack_capture.h"
 #include "shim/exit_signals.h"
 #include "shim/python_frames.h"
+#include "shim/nvtx_injection.h"
+#include "shim/steps.h"
 #include "shim/torch_allocs.h"
+#include "shim/trigger.h"
 #include "shim/thread_state.h"
 
 extern char* program_invocation_short_name;
@@ -143,6 +146,14 @@ __attribute__((constructor)) void on_load() {
     // this constructor may run before the file's other globals are built.
     if (!c.note.empty()) g_torch_allocs_note = new std::string(c.note);
   }
+  // NB_TRIGGER=signal: SIGUSR2 must be ours before the program can die of
+  // it; only if the program has not claimed it (it cannot have yet, unless
+  // a library constructor did).
+  // NVTX ranges reach nb through NVTX's injection interface: offered
+  // before any library makes its first NVTX call.
+  if (enabled) offer_nvtx_injection();
+  const char* trigger = std::getenv("NB_TRIGGER");
+  if (enabled && trigger != nullptr && std::string(trigger) == "signal") install_trigger();
 }
 
 __attribute__((destructor)) void on_unload() { finish(); }
@@ -156,6 +167,8 @@ uint32_t intern_name(const char* name) {
   if (name == nullptr || g_names == nullptr) return 0;
   return g_names->intern(name);
 }
+
+std::string kernel_name_text(uint32_t id) { return g_names == nullptr ? std::string() : g_names->get(id); }
 
 void init_once() {
   try {
@@ -197,7 +210,43 @@ void init_state() {
   }
   log::debug(choose_tick_source(true));
   log::debug("output prefix " + *g_prefix);
-  set_state(o.enable ? State::Ready : State::Disabled);
+  init_steps(step_marker_for(o.step, o.active != 0));
+  if (o.active != 0 && o.step.empty()) {
+    log::warn("NB_ACTIVE is set without NB_STEP: a step ends at each host-blocking synchronize (NB_STEP=sync); "
+              "`nbprof steps -- COMMAND` suggests a marker");
+  }
+  if (!o.enable) {
+    set_state(State::Disabled);
+  } else if (o.trigger == "signal") {
+    if (!trigger_installed()) {
+      log::warn("NB_TRIGGER=signal: the program handles SIGUSR2 itself; nb stays dormant and records nothing");
+    } else {
+      log::info("dormant until SIGUSR2 (kill -USR2 " + std::to_string(getpid()) + ")");
+    }
+    set_state(State::Dormant);
+  } else {
+    set_state(State::Ready);
+  }
+}
+
+void arm_state() {
+  int expected = static_cast<int>(State::Dormant);
+  const State to = g_collector != nullptr ? State::Running : State::Ready;
+  if (g_state.compare_exchange_strong(expected, static_cast<int>(to)) && g_collector != nullptr) {
+    // Device tracing rested between windows: on again before this call's
+    // work is launched (the first arming starts it with the collector).
+    if (g_tracer != nullptr) g_tracer->resume();
+    resume_device_callbacks();
+  }
+}
+
+void dormant_state() {
+  int expected = static_cast<int>(State::Running);
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) {
+    expected = static_cast<int>(State::Ready);
+    g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant));
+  }
+  pause_device_callbacks();
 }
 
 bool ensure_started() {
@@ -269,6 +318,10 @@ bool start_collector() {
                          // (it dies of the signal once written).
                          if (finish(false)) die_of(sig);
                        }};
+  hooks.advance_step = [] { return g_step.fetch_add(1, std::memory_order_relaxed); };
+  hooks.take_arming = take_arming;
+  hooks.take_disarm = [] { return g_arm_request.exchange(false); };
+  hooks.go_dormant = go_dormant;
   g_collector = new Collector(*g_options, *g_registry, *g_names, std::move(ctx), g_tracer, hooks);
   if (!g_collector->start([] { t_state.internal = true; })) {
     log::warn("cannot start the collector thread; recording disabled");
@@ -293,7 +346,12 @@ void register_exit_handler() {
 
 bool finish(bool wait_for_other) {
   int expected = static_cast<int>(State::Running);
-  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping))) {
+  bool mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));
+  if (!mine && expected == static_cast<int>(State::Dormant) && g_collector != nullptr) {
+    // Dormant between windows: the collector still runs and may hold one.
+    mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));
+  }
+  if (!mine) {
     if (!wait_for_other) return false;
     // Another thread is writing the outputs. If it is the collector after a
     // terminating signal, the process must end of that signal, not return

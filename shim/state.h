@@ -5,6 +5,10 @@
 //     └──(NB_ENABLE=0, bad start, fork child)─┴──────────► Disabled             │
 //                                                                      (exit) ──┴─► Stopping ─► Stopped
 //
+// Dormant (NB_TRIGGER=signal, or every window written) passes calls through
+// like Disabled, but SIGUSR2 arms it: back to Ready (or Running, once the
+// collector exists), see shim/trigger.h.
+//
 // Ready and Running record; every other state passes calls straight through.
 // The collector thread exists only in Running, so a program that never touches
 // CUDA gets no thread, no files and no output.
@@ -14,11 +18,17 @@
 
 namespace nb::shim {
 
-enum class State : int { Uninit, Initializing, Ready, Running, Stopping, Stopped, Disabled };
+void arm_if_requested();  // shim/trigger.h
+
+// Dormant and Uninit/Initializing sort first: recording() tests them with one
+// comparison on its slow path.
+enum class State : int { Dormant = -1, Uninit, Initializing, Ready, Running, Stopping, Stopped, Disabled };
 
 extern std::atomic<int> g_state;
 
-void init_once();        // idempotent; reads options, sets Ready or Disabled
+void init_once();        // idempotent; reads options, sets Ready, Dormant or Disabled
+void arm_state();        // Dormant → Ready, or Running when the collector runs
+void dormant_state();    // Running or Ready → Dormant
 bool ensure_started();   // idempotent; Ready → Running (collector thread, atexit)
 // Idempotent; Running → Stopping → Stopped, writes files. True if this call
 // wrote them; a call while another thread writes them waits for it (at most
@@ -33,7 +43,11 @@ inline bool recording() {
   // Uninit or Initializing (another thread is at it): init_once() returns
   // once the state is settled, so no call slips through unrecorded.
   if (__builtin_expect(s <= static_cast<int>(State::Initializing), 0)) {
-    init_once();
+    if (s == static_cast<int>(State::Dormant)) {
+      arm_if_requested();
+    } else {
+      init_once();
+    }
     s = g_state.load(std::memory_order_acquire);
   }
   return s == static_cast<int>(State::Ready) || s == static_cast<int>(State::Running);

@@ -13,6 +13,8 @@
 //   FAKE_CUDA_TRACE      1: print each driver entry point to stderr
 #include "fake_driver_internal.h"
 
+#include <cudaProfiler.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -688,6 +690,19 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
     }
     *device = c->device;
     return CUDA_SUCCESS;
+}
+
+// Nothing to start or stop: the capture range is the profiler's business.
+CUresult CUDAAPI cuProfilerStart(void) {
+    FAKE_ENTRY();
+    Context* ctx = nullptr;
+    return current_context(&ctx);
+}
+
+CUresult CUDAAPI cuProfilerStop(void) {
+    FAKE_ENTRY();
+    Context* ctx = nullptr;
+    return current_context(&ctx);
 }
 
 // Work is done synchronously by every call, so synchronising has nothing to wait for.

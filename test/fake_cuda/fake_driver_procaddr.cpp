@@ -21,6 +21,8 @@
 // documented.
 #include "fake_driver_internal.h"
 
+#include <cudaProfiler.h>
+#include <cudaProfilerTypedefs.h>
 #include <cudaTypedefs.h>
 
 #include <cstring>
@@ -75,6 +77,8 @@ const ProcEntry kProcTable[] = {
     PROC(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2),
     PROC(cuCtxGetDevice, 2000, cuCtxGetDevice),
     PROC(cuCtxGetDevice, 13000, cuCtxGetDevice_v2),
+    PROC(cuProfilerStart, 4000, cuProfilerStart),
+    PROC(cuProfilerStop, 4000, cuProfilerStop),
     PROC(cuCtxSynchronize, 2000, cuCtxSynchronize),
     PROC(cuCtxSynchronize, 13000, cuCtxSynchronize_v2),
 

@@ -33,6 +33,8 @@
 #include "fake_cuda_tool.h"
 #include "fake_cupti_ids.h"
 
+#include <cuda_profiler_api.h>
+#include <cudaProfilerTypedefs.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
@@ -126,6 +128,8 @@ struct Driver {
     PFN_cuDevicePrimaryCtxRetain_v7000 primaryCtxRetain = nullptr;
     PFN_cuCtxSetCurrent_v4000 ctxSetCurrent = nullptr;
     PFN_cuCtxSynchronize_v2000 ctxSynchronize = nullptr;
+    PFN_cuProfilerStart_v4000 profilerStart = nullptr;
+    PFN_cuProfilerStop_v4000 profilerStop = nullptr;
     PFN_cuMemAlloc_v3020 memAlloc = nullptr;
     PFN_cuMemFree_v3020 memFree = nullptr;
     PFN_cuMemAllocManaged_v6000 memAllocManaged = nullptr;
@@ -219,6 +223,8 @@ cudaError_t load_driver(Driver& d) {
     ok &= fetch(&d.primaryCtxRetain, gp, "cuDevicePrimaryCtxRetain", 7000, dflt);
     ok &= fetch(&d.ctxSetCurrent, gp, "cuCtxSetCurrent", 4000, dflt);
     ok &= fetch(&d.ctxSynchronize, gp, "cuCtxSynchronize", 2000, dflt);
+    ok &= fetch(&d.profilerStart, gp, "cuProfilerStart", 4000, dflt);
+    ok &= fetch(&d.profilerStop, gp, "cuProfilerStop", 4000, dflt);
     ok &= fetch(&d.memAlloc, gp, "cuMemAlloc", 3020, dflt);
     ok &= fetch(&d.memFree, gp, "cuMemFree", 3020, dflt);
     ok &= fetch(&d.memAllocManaged, gp, "cuMemAllocManaged", 6000, dflt);
@@ -777,6 +783,18 @@ cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().ctxSynchronize());
+}
+
+cudaError_t CUDARTAPI cudaProfilerStart(void) {
+    FAKE_RT_ENTRY();
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(drv().profilerStart());
+}
+
+cudaError_t CUDARTAPI cudaProfilerStop(void) {
+    FAKE_RT_ENTRY();
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(drv().profilerStop());
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {

@@ -37,3 +37,27 @@ TEST_CASE("nbprof runs a program under the shim and writes its files", "[integra
   CHECK(nbtest::file_exists(dir.file("out.memory.pickle")));
   CHECK(nbtest::file_exists(dir.file("out.table.txt")));
 }
+
+TEST_CASE("nbprof steps suggests the kernel that ends each step", "[integration][nbprof][windows]") {
+  nbtest::TempDir dir;
+  const std::map<std::string, std::string> env = {
+      {"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}, {"-LD_PRELOAD", ""}, {"-NB_OUT", ""}};
+  // A steady loop: 3 layer kernels close together, then lm_head, every 2 ms.
+  const auto r = nbtest::run({NB_NBPROF_PATH, "steps", "-o", dir.file("census"), "--",
+                              nbtest::program("steps"), "30", "sleep_us=2000"},
+                             env, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("suggested: NB_STEP='kernel:lm_head'") != std::string::npos);
+  const std::string file = nbtest::read_file(dir.file("census.steps.txt"));
+  CHECK(file.find("kernel:lm_head") != std::string::npos);
+  // And the suggestion works: a window of exactly the steps asked for.
+  auto e = nbtest::shim_env(dir.file("out"));
+  e["NB_STEP"] = "kernel:lm_head";
+  e["NB_ACTIVE"] = "3";
+  e["NB_WAIT"] = "2";
+  e["NB_PRINT_TABLE"] = "0";
+  const auto w = nbtest::run({nbtest::program("steps"), "10"}, e, dir.path());
+  REQUIRE(w.exit_code == 0);
+  CHECK(nbtest::file_exists(dir.file("out.w1.trace.json")));
+}

@@ -1,0 +1,365 @@
+#include "collector/step_census.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <set>
+#include <utility>
+
+#include "formats/ranking_table.h"
+#include "formats/text_encoding.h"
+
+namespace nb {
+
+namespace {
+
+// Twice could be chance; three times is a rhythm.
+constexpr size_t kMinCount = 3;
+// Intervals spread wider than this (coefficient of variation) are not an
+// iteration's: a layer's kernel comes 12 times close together, then waits.
+constexpr double kMaxCv = 0.25;
+// Spreads this close to the steadiest count as equally steady: timing noise.
+constexpr double kSteadyBand = 0.02;
+// Column widths: a name is cut, a marker only overflows (see below).
+constexpr size_t kNameChars = 60;
+constexpr size_t kMarkerChars = 40;
+// A short regex is found among a name's first words; templated names have
+// hundreds, and pairs of them are tried.
+constexpr size_t kMaxWords = 40;
+constexpr size_t kLongWord = 32;
+constexpr size_t kMinPrefix = 12;
+
+struct Candidate {
+  std::string name;
+  bool nvtx = false;
+  std::vector<uint64_t> times;  // sorted
+  size_t threads = 0;
+  bool has_median = false;      // two or more occurrences
+  uint64_t median_ns = 0;
+  bool has_cv = false;          // kMinCount or more, not all at one instant
+  double cv = 0;
+  int tier = 2;  // 0: regular, once per step; 1: regular, another period; 2: not a marker
+};
+
+std::vector<Candidate> gather(const std::vector<CensusEvent>& events) {
+  std::map<std::pair<bool, std::string>, size_t> index;
+  std::vector<Candidate> out;
+  std::vector<std::set<uint32_t>> tids;
+  for (const CensusEvent& e : events) {
+    auto [it, added] = index.emplace(std::make_pair(e.nvtx, e.name), out.size());
+    if (added) {
+      out.push_back({});
+      out.back().name = e.name;
+      out.back().nvtx = e.nvtx;
+      tids.emplace_back();
+    }
+    out[it->second].times.push_back(e.ns);
+    tids[it->second].insert(e.tid);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].threads = tids[i].size();
+  return out;
+}
+
+void measure(Candidate& c) {
+  std::sort(c.times.begin(), c.times.end());
+  if (c.times.size() < 2) return;
+  std::vector<uint64_t> gaps;
+  double sum = 0;
+  for (size_t i = 1; i < c.times.size(); ++i) {
+    gaps.push_back(c.times[i] - c.times[i - 1]);
+    sum += static_cast<double>(gaps.back());
+  }
+  const double mean = sum / static_cast<double>(gaps.size());
+  double squares = 0;
+  for (uint64_t g : gaps) squares += (static_cast<double>(g) - mean) * (static_cast<double>(g) - mean);
+  std::sort(gaps.begin(), gaps.end());
+  const size_t m = gaps.size();
+  c.median_ns = m % 2 ? gaps[m / 2] : gaps[m / 2 - 1] + (gaps[m / 2] - gaps[m / 2 - 1]) / 2;
+  c.has_median = true;
+  if (c.times.size() < kMinCount || mean <= 0) return;
+  c.cv = std::sqrt(squares / static_cast<double>(m)) / mean;
+  c.has_cv = true;
+}
+
+bool regular(const Candidate& c) { return c.has_cv && c.cv <= kMaxCv; }
+
+// The step's count: the finest cycle among the steadiest candidates (within
+// kSteadyBand of the lowest spread), since a coarser steady one (every 8th
+// step: evaluation, logging) is a multiple of the iteration. Regular
+// candidates seen as often (±1: a warm-up or prefill pass) recur once per
+// step; rarer or more frequent regular ones are listed after them.
+void assign_tiers(std::vector<Candidate>& cs) {
+  double lowest = -1;
+  for (const Candidate& c : cs) {
+    if (regular(c) && (lowest < 0 || c.cv < lowest)) lowest = c.cv;
+  }
+  if (lowest < 0) return;
+  size_t steps = 0;
+  for (const Candidate& c : cs) {
+    if (regular(c) && c.cv <= lowest + kSteadyBand) steps = std::max(steps, c.times.size());
+  }
+  for (Candidate& c : cs) {
+    if (!regular(c)) continue;
+    const size_t n = c.times.size();
+    c.tier = (n + 1 >= steps && n <= steps + 1) ? 0 : 1;
+  }
+}
+
+// Among markers: an NVTX range first (someone named it), then the steadier
+// (to the whole percent: finer differences are noise), then the one seen
+// last, which is later in the step and so really ends it.
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.tier != b.tier) return a.tier < b.tier;
+  if (a.tier < 2) {
+    if (a.nvtx != b.nvtx) return a.nvtx;
+    const long pa = std::lround(a.cv * 100), pb = std::lround(b.cv * 100);
+    if (pa != pb) return pa < pb;
+    if (a.times.back() != b.times.back()) return a.times.back() > b.times.back();
+  } else {
+    if (a.has_cv != b.has_cv) return a.has_cv;
+    if (a.has_cv && a.cv != b.cv) return a.cv < b.cv;
+    if (a.times.size() != b.times.size()) return a.times.size() > b.times.size();
+  }
+  if (a.nvtx != b.nvtx) return a.nvtx;
+  return a.name < b.name;
+}
+
+// ---- kernel:REGEX ------------------------------------------------------------
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Runs of [A-Za-z0-9_], distinct, in order of first appearance: literal in a
+// regex, so they need no escaping.
+std::vector<std::string> words_of(const std::string& name) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < name.size() && out.size() < kMaxWords;) {
+    if (!is_word_char(name[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < name.size() && is_word_char(name[j])) ++j;
+    std::string w = name.substr(i, j - i);
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+    i = j;
+  }
+  return out;
+}
+
+// A word a user would recognise the kernel by: an identifier, not a number
+// (3ul), nor a type or a namespace that most kernels share and that is
+// unique today only by accident.
+bool distinctive(const std::string& w) {
+  static const std::set<std::string> kCommon = {
+      "void", "unsigned", "signed", "int", "long", "short", "char", "float", "double", "bool", "const",
+      "true", "false", "anonymous", "namespace", "std", "at", "native", "c10", "detail", "cuda", "Half",
+      "BFloat16", "half", "kernel"};
+  return w.size() >= 3 && !std::isdigit(static_cast<unsigned char>(w[0])) && kCommon.count(w) == 0;
+}
+
+// Whether `a` and then `b` (if any) occur in `s`, as `a.*b` would find them.
+bool contains_in_order(const std::string& s, const std::string& a, const std::string& b) {
+  const size_t p = s.find(a);
+  return p != std::string::npos && (b.empty() || s.find(b, p + a.size()) != std::string::npos);
+}
+
+bool unique_among(const std::string& name, const std::vector<std::string>& kernels, const std::string& a,
+                  const std::string& b) {
+  for (const std::string& k : kernels) {
+    if (k != name && contains_in_order(k, a, b)) return false;
+  }
+  return true;
+}
+
+std::string regex_escape(const std::string& s) {
+  static const std::string kSpecial = "\\^$.|?*+()[]{}";
+  std::string out;
+  for (char c : s) {
+    if (kSpecial.find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The proof: what the shim will do with the pattern, against every kernel seen.
+bool matches_only(const std::string& pattern, const std::string& name, const std::vector<std::string>& kernels) {
+  try {
+    const std::regex re(pattern, std::regex::ECMAScript);
+    for (const std::string& k : kernels) {
+      if (std::regex_search(k, re) != (k == name)) return false;
+    }
+    return true;
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+// cuBLAS and CUTLASS names are one word of a hundred characters
+// (sm80_xmma_gemm_..._tilesize128x256x64_...): a word longer than kLongWord
+// is cut to its first '_'-separated pieces, as few as keep it unique but no
+// shorter than kMinPrefix, so that it still reads as the kernel's name.
+std::string short_prefix(const std::string& word, const std::string& name, const std::vector<std::string>& kernels) {
+  if (word.size() <= kLongWord) return word;
+  for (size_t cut = word.find('_', kMinPrefix); cut != std::string::npos; cut = word.find('_', cut + 1)) {
+    const std::string prefix = word.substr(0, cut);
+    if (unique_among(name, kernels, prefix, "")) return prefix;
+  }
+  return word;
+}
+
+// Shortest to type first: one distinctive word of the name, else a word and
+// a later one (`reduce_kernel.*ArgMaxOps`), else the whole name anchored.
+// The substring tests only propose; std::regex decides. "" if nothing passes.
+std::string kernel_regex(const std::string& name, const std::vector<std::string>& kernels) {
+  const std::vector<std::string> words = words_of(name);
+  std::vector<std::string> proposals;
+  for (const std::string& w : words) {
+    if (distinctive(w) && unique_among(name, kernels, w, "")) {
+      proposals.push_back(short_prefix(w, name, kernels));
+      break;
+    }
+  }
+  if (proposals.empty()) {
+    std::string best;
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (!distinctive(words[i])) continue;
+      for (size_t j = i + 1; j < words.size(); ++j) {
+        std::string p = words[i] + ".*" + words[j];
+        if ((best.empty() || p.size() < best.size()) && unique_among(name, kernels, words[i], words[j])) {
+          best = std::move(p);
+        }
+      }
+    }
+    if (!best.empty()) proposals.push_back(best);
+  }
+  proposals.push_back("^" + regex_escape(name) + "$");
+  for (const std::string& p : proposals) {
+    if (matches_only(p, name, kernels)) return p;
+  }
+  return "";
+}
+
+// ---- text --------------------------------------------------------------------
+
+// For a terminal: valid UTF-8, control characters made visible, cut at
+// `max_chars` (0 = never) with "...". `chars` is the width it takes.
+std::string shown(const std::string& raw, size_t max_chars, size_t& chars) {
+  std::string valid;
+  formats::append_valid_utf8(valid, raw);
+  std::string out;
+  chars = 0;
+  for (size_t i = 0; i < valid.size();) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    size_t n = formats::utf8_sequence_length(valid, i);
+    if (n == 0) n = 1;
+    if (max_chars && chars == max_chars - 3 && i + n < valid.size()) {
+      out += "...";
+      chars += 3;
+      break;
+    }
+    if (c < 0x20 || c == 0x7F) out += '?';
+    else out.append(valid, i, n);
+    i += n;
+    ++chars;
+  }
+  return out;
+}
+
+void pad(std::string& out, const std::string& cell, size_t width, bool right) {
+  size_t chars = 0;
+  const std::string text = shown(cell, 0, chars);
+  const std::string fill(width > chars ? width - chars : 0, ' ');
+  out += right ? fill + text : text + fill;
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string fallback(const std::string& why) {
+  return why + ": cut steps by wall time, or use NB_STEP='sync' if each step waits for the GPU\n"
+               "suggested: NB_STEP='time:1s'\n";
+}
+
+}  // namespace
+
+std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows) {
+  if (events.empty()) return fallback("no kernel launches or NVTX range ends were seen");
+  std::vector<Candidate> cs = gather(events);
+  for (Candidate& c : cs) measure(c);
+  assign_tiers(cs);
+  std::sort(cs.begin(), cs.end(), ranks_before);
+
+  std::vector<std::string> kernels;
+  size_t ranges = 0;
+  for (const Candidate& c : cs) {
+    if (c.nvtx) ++ranges;
+    else kernels.push_back(c.name);
+  }
+  // Regexes cost a std::regex pass over every kernel name: only for the rows
+  // shown and for the suggestion.
+  std::vector<std::string> markers(cs.size());
+  std::vector<bool> done(cs.size(), false);
+  auto marker = [&](size_t i) -> const std::string& {
+    if (!done[i]) {
+      if (cs[i].nvtx) {
+        markers[i] = "nvtx:" + cs[i].name;
+      } else if (const std::string re = kernel_regex(cs[i].name, kernels); !re.empty()) {
+        markers[i] = "kernel:" + re;
+      }
+      done[i] = true;
+    }
+    return markers[i];
+  };
+
+  const size_t rows = max_rows ? std::min(max_rows, cs.size()) : cs.size();
+  // A marker is never cut (it is copied); one longer than the column pushes
+  // the rest of its own row right instead of widening every row.
+  size_t marker_width = 7;  // "NB_STEP"
+  for (size_t i = 0; i < rows; ++i) {
+    size_t chars = 0;
+    shown(marker(i), 0, chars);
+    marker_width = std::max(marker_width, std::min(chars, kMarkerChars));
+  }
+
+  std::string out = "candidates: " + std::to_string(kernels.size()) + " kernels, " + std::to_string(ranges) +
+                    " NVTX ranges (" + std::to_string(events.size()) + " events)\n";
+  out += "rank  ";
+  pad(out, "NB_STEP", marker_width, false);
+  out += "    count  median interval  regularity  threads  name\n";
+  size_t rank = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    const Candidate& c = cs[i];
+    char cv[32] = "-";
+    if (c.has_cv) std::snprintf(cv, sizeof cv, "%.1f%%", c.cv * 100);
+    size_t chars = 0;
+    pad(out, c.tier < 2 ? std::to_string(++rank) : "-", 4, true);
+    out += "  ";
+    pad(out, marker(i).empty() ? "-" : marker(i), marker_width, false);
+    out += "  ";
+    pad(out, std::to_string(c.times.size()), 7, true);
+    out += "  ";
+    pad(out, c.has_median ? formats::format_duration_ns(c.median_ns) : "-", 15, true);
+    out += "  ";
+    pad(out, cv, 10, true);
+    out += "  ";
+    pad(out, std::to_string(c.threads), 7, true);
+    out += "  " + shown(c.name, kNameChars, chars) + "\n";
+  }
+  if (rows < cs.size()) out += "(" + std::to_string(cs.size() - rows) + " more not shown)\n";
+  out += "regularity: spread of the intervals (coefficient of variation); lower is steadier\n"
+         "rank -: not a step marker (seen fewer than " + std::to_string(kMinCount) +
+         " times, or intervals spread over " + std::to_string(std::lround(kMaxCv * 100)) + "%)\n";
+
+  for (size_t i = 0; i < cs.size() && cs[i].tier < 2; ++i) {
+    if (!marker(i).empty()) return out + "suggested: NB_STEP=" + shell_quoted(marker(i)) + "\n";
+  }
+  return out + fallback("no kernel or NVTX range recurs steadily");
+}
+
+}  // namespace nb

@@ -1,0 +1,261 @@
+// Recording windows: which records belong to which window, when a window is
+// complete, and writing it while the program runs on.
+//
+// The hooks stamp every record with the number of steps ended so far
+// (Record::step) and flag the call that ends one; here a step is mapped to
+// a window through the schedule (schedule.h), counted from the arming step
+// (NB_TRIGGER) or from the start. A window is complete when its last step
+// ends; it is written a short grace later, so that calls still in flight on
+// other threads when the step ended reach it, and after the device has
+// finished the window's work and CUPTI has handed it over. Memory records
+// feed one run-long tracker, so a window's snapshot knows what was
+// allocated before it began.
+#include <algorithm>
+
+#include "collector/clock.h"
+#include "collector/collector.h"
+#include "collector/log.h"
+
+namespace nb {
+
+namespace {
+// How long after its last step ends a window waits for calls still in flight
+// on other threads (their records are stamped, but published when they return).
+constexpr auto kCloseGrace = std::chrono::milliseconds(30);
+// Step ends kept for ProfilerStep spans of a run without windows.
+constexpr size_t kMaxStepEnds = 1u << 20;
+}  // namespace
+
+StepPlan Collector::plan(uint64_t step) const {
+  StepPlan p;
+  if (!armed_ || step < arm_step_) return p;
+  const uint64_t rel = step - arm_step_;
+  if (capture_range_) {
+    // Steps alternate outside / inside cudaProfilerStart..Stop; each range
+    // is one step and one window.
+    if ((rel & 1u) == 0) return p;
+    const uint64_t n = (rel + 1) / 2;
+    if (schedule_.repeat != 0 && n > schedule_.repeat) return p;
+    p.action = StepAction::RecordAndSave;
+    p.window = n;
+    return p;
+  }
+  if (toggle_) {
+    p.action = StepAction::Record;  // until the next signal
+    p.window = 1;
+    p.step_in_window = rel;
+    return p;
+  }
+  return plan_step(schedule_, rel);
+}
+
+Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
+  Window& w = windows_[n];
+  if (!w.session) {
+    w.session = std::make_unique<Session>(SessionLimits{options_.trace_max_events, options_.mem_max_entries}, feed_);
+    if (capture_range_) {
+      w.first_active = arm_step_ + 2 * rel_window - 1;
+      w.active = 1;
+    } else if (!toggle_) {
+      const uint64_t cycle = schedule_.wait + schedule_.warmup + schedule_.active;
+      w.first_active = arm_step_ + schedule_.skip_first + (rel_window - 1) * cycle + schedule_.wait + schedule_.warmup;
+      w.active = schedule_.active;
+    } else {
+      w.first_active = arm_step_;
+      w.active = 0;  // open-ended
+    }
+  }
+  return w;
+}
+
+void Collector::route(const Record& r) {
+  if (!windowed_) {
+    session_.consume(r);
+    if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
+    return;
+  }
+  feed_->consume(r);
+  // Armed while this pass drained: the record was made after arming, so the
+  // arming is visible by now.
+  if (!armed_) check_arming();
+  if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
+  const StepPlan p = plan(r.step);
+  if (p.action != StepAction::Record && p.action != StepAction::RecordAndSave) return;  // waiting or warming up
+  const uint64_t n = window_base_ + p.window;
+  if (n <= last_written_) {
+    ++late_records_;
+    return;
+  }
+  Window& w = window(n, p.window);
+  w.session->consume(r);
+  if (r.corr_first) corr_window_[r.corr_first] = n;
+  if (r.corr_last) corr_window_[r.corr_last] = n;
+  if (context_.join_mode == "external" && (r.kind == Kind::Launch || r.kind == Kind::Graph ||
+                                           r.kind == Kind::Memcpy || r.kind == Kind::Memset)) {
+    id_window_[r.id] = n;
+  }
+}
+
+void Collector::route(const DeviceRecord& d) {
+  if (!windowed_) {
+    session_.consume(d);
+    return;
+  }
+  auto it = corr_window_.find(d.correlation);
+  if (it == corr_window_.end()) return;  // launched outside any window
+  auto w = windows_.find(it->second);
+  if (w == windows_.end() || !w->second.session) {
+    ++late_device_;
+    return;
+  }
+  w->second.session->consume(d);
+}
+
+void Collector::route(const ExternalCorrelation& e) {
+  if (!windowed_) {
+    session_.consume(e);
+    return;
+  }
+  auto it = id_window_.find(e.external_id);
+  if (it == id_window_.end()) return;
+  corr_window_[e.correlation] = it->second;
+  auto w = windows_.find(it->second);
+  if (w != windows_.end() && w->second.session) w->second.session->consume(e);
+}
+
+void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
+  if (step_ends_.size() < kMaxStepEnds) step_ends_[step] = StepEnd{tick, tid};
+  else ++step_ends_dropped_;
+  if (!windowed_) return;
+  const StepPlan p = plan(step);
+  if (p.action != StepAction::RecordAndSave) return;
+  const uint64_t n = window_base_ + p.window;
+  if (n <= last_written_) return;
+  Window& w = window(n, p.window);
+  w.complete = true;
+  w.end_tick = tick;
+  w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+}
+
+uint64_t Collector::memory_limit() const {
+  // A window's snapshot is the state at its end: memory records past the
+  // end of the first window still to be written wait in the feed.
+  if (!windowed_ || windows_.empty()) return UINT64_MAX;
+  const Window& w = windows_.begin()->second;
+  if (w.complete) return w.end_tick + 1;
+  // Its end is not known yet, but it is after every step end seen so far.
+  uint64_t last = 0;
+  if (!step_ends_.empty()) last = step_ends_.rbegin()->second.tick;
+  return last;
+}
+
+void Collector::check_arming() {
+  // Before the pass drains: records of the arming step are routed with
+  // the arming known.
+  if (!hooks_.take_arming) return;
+  uint64_t step = 0, tick = 0;
+  if (!hooks_.take_arming(step, tick)) return;
+  armed_ = true;
+  arm_step_ = step;
+  arm_tick_ = tick;
+  window_base_ = last_written_;
+  next_time_step_ns_ = monotonic_ns() + time_step_ns_;
+  log::info("armed: recording from step " + std::to_string(step));
+}
+
+void Collector::service_windows() {
+  if (toggle_ && armed_ && hooks_.take_disarm && hooks_.take_disarm()) {
+    // The window ends now; no more records are made once dormant.
+    if (hooks_.go_dormant) hooks_.go_dormant();
+    Window& w = window(window_base_ + 1, 1);
+    w.complete = true;
+    w.end_tick = now_ticks();
+    w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+  }
+  if (time_step_ns_ != 0 && armed_ && hooks_.advance_step) {
+    const uint64_t now = monotonic_ns();
+    if (next_time_step_ns_ == 0) next_time_step_ns_ = now + time_step_ns_;
+    while (now >= next_time_step_ns_) {
+      const uint32_t ended = hooks_.advance_step();
+      note_step_end(ended, now_ticks(), static_cast<uint32_t>(context_.pid));
+      next_time_step_ns_ += time_step_ns_;
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    if (!it->second.complete || now < it->second.close_at) break;
+    close_window(it->first, false);
+  }
+}
+
+std::vector<OutputContext::StepSpan> Collector::step_spans(uint64_t first, uint64_t count,
+                                                           uint64_t fallback_start) const {
+  std::vector<OutputContext::StepSpan> spans;
+  for (uint64_t k = first; k < first + count; ++k) {
+    auto end = step_ends_.find(k);
+    if (end == step_ends_.end()) continue;  // not ended (a partial window) or its marker call was dropped
+    auto prev = k == 0 ? step_ends_.end() : step_ends_.find(k - 1);
+    const uint64_t start = prev != step_ends_.end() ? prev->second.tick : fallback_start;
+    spans.push_back({k, std::min(start, end->second.tick), end->second.tick, end->second.tid});
+  }
+  return spans;
+}
+
+void Collector::close_window(uint64_t n, bool at_exit) {
+  auto it = windows_.find(n);
+  if (it == windows_.end()) return;
+  Window& w = it->second;
+  if (!at_exit) {
+    // The window's device work: let the device finish it, then have CUPTI
+    // hand over what it holds. On this thread only; the program runs on.
+    if (tracer_) {
+      if (hooks_.synchronize) hooks_.synchronize();
+      tracer_->flush(true);
+      take_device_records();
+    }
+    feed_->apply(w.end_tick + 1);
+  }
+  const Session& s = *w.session;
+  OutputContext ctx = current_context();
+  ctx.prefix = context_.prefix + ".w" + std::to_string(n);
+  const uint64_t from = w.first_active == 0 ? 0 : (step_ends_.count(w.first_active - 1) ? step_ends_.at(w.first_active - 1).tick
+                                                                                          : s.first());
+  ctx.window_from = std::min(from, s.first());
+  ctx.window_to = w.complete ? w.end_tick : UINT64_MAX;
+  uint64_t count = w.active;
+  if (toggle_) count = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1 - w.first_active;
+  ctx.steps = step_spans(w.first_active, count, s.first());
+  if (!w.complete && w.active != 0) {
+    ctx.notes.push_back("Partial window: the program exited after " + std::to_string(ctx.steps.size()) + " of its " +
+                        std::to_string(w.active) + " steps");
+  }
+  if (toggle_) {
+    ctx.notes.push_back("Window " + std::to_string(n) + ": from one SIGUSR2 to the next");
+  } else {
+    ctx.notes.push_back("Window " + std::to_string(n) + ": steps " + std::to_string(w.first_active) + " to " +
+                        std::to_string(w.first_active + (count ? count - 1 : 0)) + " (NB_STEP " +
+                        (options_.step.empty() ? std::string("sync") : options_.step) + ")");
+  }
+  if (s.consumed() != 0 || !ctx.steps.empty()) write(s, std::move(ctx));
+  last_written_ = std::max(last_written_, n);
+  for (auto c = corr_window_.begin(); c != corr_window_.end();) c = c->second == n ? corr_window_.erase(c) : std::next(c);
+  for (auto c = id_window_.begin(); c != id_window_.end();) c = c->second == n ? id_window_.erase(c) : std::next(c);
+  const uint64_t first_active = w.first_active;
+  windows_.erase(it);  // `w` is gone from here on
+  // Step ends before this window's are no longer needed.
+  while (!step_ends_.empty() && step_ends_.begin()->first + 1 < first_active) step_ends_.erase(step_ends_.begin());
+  if (at_exit) return;
+  // Nothing more to record in this arming: hooks pass straight through, and
+  // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good.
+  const bool done = toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat);
+  if (done) {
+    armed_ = false;
+    // CUPTI first: the thread that arms again resumes it (shim/state.cpp),
+    // and must not find it paused after.
+    if (tracer_) tracer_->pause();
+    if (hooks_.go_dormant) hooks_.go_dormant();
+  }
+}
+
+}  // namespace nb

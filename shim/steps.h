@@ -1,0 +1,40 @@
+// Where an unmodified program's steps end (NB_STEP), seen from the hooks.
+//
+// Every record carries the number of steps ended so far (`Record::step`,
+// read when the call begins); the call that ends a step gets
+// record_flag::kStepEnd. The collector turns steps into windows
+// (collector/schedule.h) and ProfilerStep spans. Here only counting: a
+// relaxed load per record, and for marker calls one atomic increment.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "collector/record.h"
+#include "collector/step_marker.h"
+
+namespace nb::shim {
+
+extern std::atomic<uint32_t> g_step;
+// StepMarker::Kind of NB_STEP (None: no marker; the hot path tests this first).
+extern StepMarker::Kind g_step_kind;
+
+// Once, at start-up, with the parsed NB_STEP (kind None: no markers).
+void init_steps(const StepMarker& marker);
+
+// After a recorded call's record is filled: does it end a step?
+void after_call_slow(Record& r);
+inline void after_call(Record& r) {
+  if (__builtin_expect(g_step_kind == StepMarker::Kind::None, 1)) return;
+  after_call_slow(r);
+}
+
+// An NVTX range named `name_id` (NameTable) ended: whether it ends a step.
+bool nvtx_ends_step(uint32_t name_id);
+
+// Marks `r` as the end of the step it began in, and starts the next.
+inline void end_step(Record& r) {
+  r.flags |= record_flag::kStepEnd;
+  g_step.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace nb::shim

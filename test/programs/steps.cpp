@@ -1,0 +1,70 @@
+// The seed's loop, for the recording-window tests: STEPS iterations, each
+// three "layer" kernels, one "lm_head" kernel (the step's last launch, for
+// NB_STEP=kernel:lm_head) and a synchronous copy back to the host (for
+// NB_STEP=sync). Every launch of step i has grid x = i + 1, so a window's
+// device records say which steps they came from.
+//
+//   steps STEPS [raise=I,J,...] [profiler=A:B] [sleep_us=U] [nvtx]
+//     raise=I      send SIGUSR2 to itself before step I (NB_TRIGGER tests)
+//     profiler=A:B cudaProfilerStart before step A, cudaProfilerStop after step B
+//     sleep_us=U   pause between steps
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda_profiler_api.h>
+
+#include "fake_cuda.h"
+#include "manifest.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const int steps = std::atoi(argv[1]);
+  std::set<int> raise_at;
+  int prof_a = -1, prof_b = -1;
+  long sleep_us = 0;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("raise=", 0) == 0) {
+      for (char* p = std::strtok(&a[6], ","); p; p = std::strtok(nullptr, ",")) raise_at.insert(std::atoi(p));
+    } else if (a.rfind("profiler=", 0) == 0) {
+      std::sscanf(a.c_str() + 9, "%d:%d", &prof_a, &prof_b);
+    } else if (a.rfind("sleep_us=", 0) == 0) {
+      sleep_us = std::atol(a.c_str() + 9);
+    }
+  }
+  CHECK_CU(cuInit(0));
+  CUdevice dev;
+  CHECK_CU(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK_CU(cuCtxSetCurrent(ctx));
+  CUmodule mod;
+  const std::string image = fake_cuda::module_image({"layer_kernel", "lm_head"});
+  CHECK_CU(cuModuleLoadData(&mod, image.c_str()));
+  CUfunction layer, head;
+  CHECK_CU(cuModuleGetFunction(&layer, mod, "layer_kernel"));
+  CHECK_CU(cuModuleGetFunction(&head, mod, "lm_head"));
+  CUdeviceptr logits;
+  CHECK_CU(cuMemAlloc_v2(&logits, 4096));
+  std::vector<char> host(4096);
+
+  for (int i = 0; i < steps; ++i) {
+    if (raise_at.count(i)) kill(getpid(), SIGUSR2);
+    if (i == prof_a) CHECK_CU(cudaProfilerStart());
+    const unsigned g = static_cast<unsigned>(i + 1);
+    for (int l = 0; l < 3; ++l) CHECK_CU(cuLaunchKernel(layer, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+    CHECK_CU(cuLaunchKernel(head, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+    CHECK_CU(cuMemcpyDtoH_v2(host.data(), logits, host.size()));
+    if (i == prof_b) CHECK_CU(cudaProfilerStop());
+    if (sleep_us) usleep(static_cast<useconds_t>(sleep_us));
+  }
+  CHECK_CU(cuMemFree_v2(logits));
+  return 0;
+}

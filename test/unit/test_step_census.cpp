@@ -1,0 +1,296 @@
+// `nbprof steps`' analysis: which names recur like an iteration, in what
+// order, and whether every NB_STEP value offered really selects its name.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <sstream>
+
+#include "collector/step_census.h"
+
+using nb::CensusEvent;
+
+namespace {
+
+constexpr uint64_t kUs = 1000, kMs = 1000 * kUs;
+
+const char* const kEmbed =
+    "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
+    "true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 "
+    "const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned "
+    "int, long)";
+const char* const kRmsNorm =
+    "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, "
+    "int, int)";
+const char* const kGemmSmall = "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn";
+const char* const kGemmBig = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn";
+const char* const kRotary =
+    "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, "
+    "c10::BFloat16 const*, int, long, long, int, int, int)";
+const char* const kKvCache =
+    "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_"
+    "bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*, int, int, int, int, int, "
+    "int, float const*, float const*)";
+const char* const kFlash =
+    "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, "
+    "Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, false, false, false, false, true, false, false, "
+    "false>(Flash_fwd_params)";
+const char* const kCombine =
+    "void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+    "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, 4, 2, "
+    "false>(Flash_fwd_params)";
+const char* const kAdd =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)";
+const char* const kSiluMul =
+    "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 "
+    "const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)";
+const char* const kLmHead =
+    "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_stage3_warpsize2x4x1_tensor16x8x16_kernel";
+const char* const kArgmax =
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, "
+    "at::native::ArgMaxOps<c10::BFloat16>, unsigned int, long, 4> >(at::native::ReduceOp<c10::BFloat16, "
+    "at::native::ArgMaxOps<c10::BFloat16>, unsigned int, long, 4>)";
+const char* const kCopyToken =
+    "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{"
+    "lambda()#3}::operator()() const::{lambda()#8}::operator()() const::{lambda(long)#1}, std::array<char*, 2ul>, "
+    "4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+    "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, "
+    "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+    "const::{lambda()#8}::operator()() const::{lambda(long)#1}, std::array<char*, 2ul>, "
+    "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+    "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)";
+
+// A decode loop as the shim sees it: 32 steps 10ms apart (plus a few us of
+// deterministic jitter). Each launches, 4us apart, an embedding lookup, 12
+// layers of 16 kernels, a final norm, the lm_head GEMM, an argmax and a copy
+// of the new token (197 launches), then waits for the GPU. The per-step
+// kernels recur every 10ms; a layer's come in a burst, then wait ~9ms.
+std::vector<CensusEvent> decode_loop() {
+  const std::vector<const char*> layer = {kRmsNorm,  kGemmSmall, kGemmSmall, kGemmSmall, kRotary, kKvCache,
+                                          kFlash,    kCombine,   kGemmSmall, kAdd,       kRmsNorm, kGemmBig,
+                                          kGemmBig,  kSiluMul,   kGemmSmall, kAdd};
+  std::vector<CensusEvent> events;
+  for (uint64_t step = 0; step < 32; ++step) {
+    uint64_t t = 1000 * kMs + step * 10 * kMs + (step * 37 % 11) * kUs;
+    auto launch = [&](const char* name) {
+      events.push_back({name, false, t, 7});
+      t += 4 * kUs;
+    };
+    launch(kEmbed);
+    for (int l = 0; l < 12; ++l) {
+      for (const char* k : layer) launch(k);
+    }
+    launch(kRmsNorm);
+    launch(kLmHead);
+    launch(kArgmax);
+    launch(kCopyToken);
+  }
+  return events;
+}
+
+// A training loop: 10 steps ~100ms apart (a few ms of deterministic jitter),
+// each with NVTX ranges forward, backward and step, three GEMMs at uneven
+// times and one optimizer kernel; a data-loader range (its own thread) ends
+// only on some steps.
+std::vector<CensusEvent> training_loop() {
+  std::vector<CensusEvent> events;
+  for (uint64_t step = 0; step < 10; ++step) {
+    const uint64_t t = 5000 * kMs + step * 100 * kMs + (step * 7 % 5) * kMs;
+    if (step % 4 == 0 || step == 5) events.push_back({"dataloader", true, t + kMs / 2, 2});
+    for (uint64_t at : {1, 11, 21}) {
+      events.push_back({"void gemm_kernel<float>(float const*, float*)", false, t + at * kMs, 1});
+    }
+    events.push_back({"forward", true, t + 30 * kMs, 1});
+    events.push_back({"backward", true, t + 70 * kMs, 1});
+    events.push_back({"void adam_step_kernel(float*, float const*, int)", false, t + 90 * kMs, 1});
+    events.push_back({"step", true, t + 99 * kMs, 1});
+  }
+  return events;
+}
+
+// The NB_STEP cell of every table row, found under the header's column (a
+// marker longer than the column pushes its row right).
+std::vector<std::string> markers(const std::string& table) {
+  std::istringstream in(table);
+  std::string line;
+  size_t width = 0;
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    if (line.rfind("rank  NB_STEP", 0) == 0) {
+      width = line.find("    count") - 6;
+      continue;
+    }
+    const bool row = width && line.size() > 6 + width && line.compare(4, 2, "  ") == 0 &&
+                     (std::isdigit(static_cast<unsigned char>(line[3])) || line[3] == '-');
+    if (!row) continue;
+    const size_t end = line[6 + width] == ' ' ? 6 + width : line.find("  ", 6 + width);
+    std::string cell = line.substr(6, end - 6);
+    cell.erase(cell.find_last_not_of(' ') + 1);
+    out.push_back(cell);
+  }
+  return out;
+}
+
+std::string suggested(const std::string& table) {
+  const std::string key = "suggested: NB_STEP=";
+  const size_t at = table.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  return table.substr(from, table.find('\n', from) - from);
+}
+
+// Regular launches of each name: 5 each, one every 1ms, in turn.
+std::vector<CensusEvent> regular(const std::vector<std::string>& names) {
+  std::vector<CensusEvent> events;
+  for (uint64_t i = 0; i < 5; ++i) {
+    for (size_t n = 0; n < names.size(); ++n) events.push_back({names[n], false, i * kMs + n * kUs, 1});
+  }
+  return events;
+}
+
+}  // namespace
+
+TEST_CASE("census: a decode loop's per-step kernels come first", "[unit][census][golden]") {
+  const std::string got = nb::step_census(decode_loop(), 8);
+  const std::string want = R"golden(candidates: 13 kernels, 0 NVTX ranges (6304 events)
+rank  NB_STEP                                    count  median interval  regularity  threads  name
+   1  kernel:unrolled_elementwise_kernel            32         10.004ms        0.1%        1  void at::native::unrolled_elementwise_kernel<at::native::...
+   2  kernel:reduce_kernel                          32         10.004ms        0.1%        1  void at::native::reduce_kernel<512, 1, at::native::Reduce...
+   3  kernel:sm80_xmma_gemm                         32         10.004ms        0.1%        1  sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x...
+   4  kernel:indexSelectLargeIndex                  32         10.004ms        0.1%        1  void at::native::(anonymous namespace)::indexSelectLargeI...
+   -  kernel:flash_fwd_splitkv_combine_kernel      384         64.000us      310.4%        1  void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_tr...
+   -  kernel:flash_fwd_splitkv_kernel              384         64.000us      310.4%        1  void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128...
+   -  kernel:act_and_mul_kernel                    384         64.000us      310.4%        1  void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloa...
+   -  kernel:reshape_and_cache_flash_kernel        384         64.000us      310.4%        1  void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, ...
+(5 more not shown)
+regularity: spread of the intervals (coefficient of variation); lower is steadier
+rank -: not a step marker (seen fewer than 3 times, or intervals spread over 25%)
+suggested: NB_STEP='kernel:unrolled_elementwise_kernel'
+)golden";
+  INFO(got);
+  CHECK(got == want);
+}
+
+TEST_CASE("census: an NVTX step range beats the kernels it holds", "[unit][census][golden]") {
+  const std::string got = nb::step_census(training_loop(), 0);
+  const std::string want = R"golden(candidates: 2 kernels, 4 NVTX ranges (74 events)
+rank  NB_STEP                    count  median interval  regularity  threads  name
+   1  nvtx:step                     10        102.000ms        2.3%        1  step
+   2  nvtx:backward                 10        102.000ms        2.3%        1  backward
+   3  nvtx:forward                  10        102.000ms        2.3%        1  forward
+   4  kernel:adam_step_kernel       10        102.000ms        2.3%        1  void adam_step_kernel(float*, float const*, int)
+   -  nvtx:dataloader                4        301.000ms       47.6%        1  dataloader
+   -  kernel:gemm_kernel            30         10.000ms      102.3%        1  void gemm_kernel<float>(float const*, float*)
+regularity: spread of the intervals (coefficient of variation); lower is steadier
+rank -: not a step marker (seen fewer than 3 times, or intervals spread over 25%)
+suggested: NB_STEP='nvtx:step'
+)golden";
+  INFO(got);
+  CHECK(got == want);
+}
+
+TEST_CASE("census: every kernel regex offered matches its name and no other", "[unit][census]") {
+  // Names full of ECMAScript metacharacters, and names that share every
+  // word, so that only the whole escaped name can tell them apart.
+  const std::vector<std::string> names = {
+      "void gemm<128, 64>(float*)", "void gemm<64, 128>(float*)", "a.b[c]{2}", "a.b[c]{2}x", "x^y$z|w?",
+      "\\back\\slash", "back_slash", "op()+*", "ns::k<(Enum)1>(int const&)",
+      "lm_head_gemm<T>::run(T*) [with T = half]", "void reduce_kernel<ArgMaxOps>()", "void reduce_kernel<SumOps>()", "void scan_kernel<ArgMaxOps>()",
+      "void scan_kernel<SumOps>()"};
+  const std::string table = nb::step_census(regular(names), 0);
+  INFO(table);
+  const std::vector<std::string> cells = markers(table);
+  REQUIRE(cells.size() == names.size());
+  std::vector<std::string> covered;
+  for (const std::string& cell : cells) {
+    INFO(cell);
+    REQUIRE(cell.rfind("kernel:", 0) == 0);
+    const std::regex re(cell.substr(7), std::regex::ECMAScript);
+    std::vector<std::string> hits;
+    for (const std::string& n : names) {
+      if (std::regex_search(n, re)) hits.push_back(n);
+    }
+    REQUIRE(hits.size() == 1);
+    covered.push_back(hits[0]);
+  }
+  std::sort(covered.begin(), covered.end());
+  CHECK(std::unique(covered.begin(), covered.end()) == covered.end());
+  // Where no word or pair of words is unique, the whole name, escaped.
+  for (const char* whole : {"kernel:^void gemm<128, 64>\\(float\\*\\)$", "kernel:^a\\.b\\[c\\]\\{2\\}$",
+                            "kernel:^a\\.b\\[c\\]\\{2\\}x$", "kernel:^x\\^y\\$z\\|w\\?$",
+                            "kernel:^\\\\back\\\\slash$", "kernel:^op\\(\\)\\+\\*$"}) {
+    CHECK(std::find(cells.begin(), cells.end(), whole) != cells.end());
+  }
+  // Two words where no one word is unique; elsewhere one word is enough.
+  CHECK(std::find(cells.begin(), cells.end(), "kernel:reduce_kernel.*ArgMaxOps") != cells.end());
+  CHECK(std::find(cells.begin(), cells.end(), "kernel:lm_head_gemm") != cells.end());
+  CHECK(std::find(cells.begin(), cells.end(), "kernel:Enum") != cells.end());
+}
+
+TEST_CASE("census: the decode loop's suggestion selects one per-step kernel", "[unit][census]") {
+  const std::vector<CensusEvent> events = decode_loop();
+  const std::string table = nb::step_census(events, 0);
+  INFO(table);
+  const std::vector<std::string> cells = markers(table);
+  REQUIRE(cells.size() == 13);
+  const std::string pick = suggested(table);
+  REQUIRE(pick == "'kernel:unrolled_elementwise_kernel'");
+  const std::regex re("unrolled_elementwise_kernel", std::regex::ECMAScript);
+  size_t hits = 0;
+  for (const CensusEvent& e : events) hits += std::regex_search(e.name, re) ? 1 : 0;
+  CHECK(hits == 32);  // one step end per decode step
+  // Only the four per-step kernels are ranked; every layer kernel is "-".
+  CHECK(table.find("\n   4  ") != std::string::npos);
+  CHECK(table.find("\n   5  ") == std::string::npos);
+  CHECK(table.find("kernel:ampere_bf16_s16816gemm_bf16_128x64") != std::string::npos);  // long word, cut
+}
+
+TEST_CASE("census: the finest steady cycle is the step, not every third one", "[unit][census]") {
+  // A per-step kernel and one that runs every third step (an evaluation),
+  // both perfectly steady: the iteration is the per-step one.
+  std::vector<CensusEvent> events;
+  for (uint64_t step = 0; step < 12; ++step) {
+    events.push_back({"train_kernel", false, step * 50 * kMs, 1});
+    if (step % 3 == 0) events.push_back({"eval_kernel", false, step * 50 * kMs + kMs, 1});
+  }
+  const std::string table = nb::step_census(events, 0);
+  INFO(table);
+  CHECK(suggested(table) == "'kernel:train_kernel'");
+  CHECK(table.find("   2  kernel:eval_kernel") != std::string::npos);  // still a marker, ranked after
+}
+
+TEST_CASE("census: names seen once or twice are listed but never suggested", "[unit][census]") {
+  const std::vector<CensusEvent> events = {{"setup_kernel", false, 1 * kMs, 1},
+                                           {"init", true, 2 * kMs, 1},
+                                           {"twice_kernel", false, 3 * kMs, 1},
+                                           {"twice_kernel", false, 5 * kMs, 1},
+                                           {"same_instant", false, 9 * kMs, 1},
+                                           {"same_instant", false, 9 * kMs, 1},
+                                           {"same_instant", false, 9 * kMs, 1}};
+  const std::string table = nb::step_census(events, 0);
+  INFO(table);
+  CHECK(table.find("\n   1  ") == std::string::npos);
+  CHECK(table.find("   -  kernel:twice_kernel        2          2.000ms           -") != std::string::npos);
+  CHECK(table.find("   -  kernel:setup_kernel        1                -           -") != std::string::npos);
+  CHECK(table.find("no kernel or NVTX range recurs steadily") != std::string::npos);
+  CHECK(suggested(table) == "'time:1s'");
+  CHECK(table.find("NB_STEP='sync'") != std::string::npos);
+}
+
+TEST_CASE("census: no events at all", "[unit][census][golden]") {
+  CHECK(nb::step_census({}, 10) ==
+        "no kernel launches or NVTX range ends were seen: cut steps by wall time, or use NB_STEP='sync' if each "
+        "step waits for the GPU\n"
+        "suggested: NB_STEP='time:1s'\n");
+}
+
+TEST_CASE("census: the suggestion is quoted for the shell; threads are counted", "[unit][census]") {
+  std::vector<CensusEvent> events;
+  for (uint32_t i = 0; i < 6; ++i) events.push_back({"it's a step", true, i * 20 * kMs, 1 + i % 2});
+  const std::string table = nb::step_census(events, 1);
+  INFO(table);
+  CHECK(suggested(table) == "'nvtx:it'\\''s a step'");
+  CHECK(table.find("20.000ms        0.0%        2  it's a step") != std::string::npos);
+}
