@@ -66,21 +66,29 @@ std::vector<Candidate> gather(const std::vector<CensusEvent>& events) {
 void measure(Candidate& c) {
   std::sort(c.times.begin(), c.times.end());
   if (c.times.size() < 2) return;
-  std::vector<uint64_t> gaps;
-  double sum = 0;
-  for (size_t i = 1; i < c.times.size(); ++i) {
-    gaps.push_back(c.times[i] - c.times[i - 1]);
-    sum += static_cast<double>(gaps.back());
-  }
-  const double mean = sum / static_cast<double>(gaps.size());
-  double squares = 0;
-  for (uint64_t g : gaps) squares += (static_cast<double>(g) - mean) * (static_cast<double>(g) - mean);
-  std::sort(gaps.begin(), gaps.end());
-  const size_t m = gaps.size();
-  c.median_ns = m % 2 ? gaps[m / 2] : gaps[m / 2 - 1] + (gaps[m / 2] - gaps[m / 2 - 1]) / 2;
+  std::vector<uint64_t> gaps;  // in time order
+  for (size_t i = 1; i < c.times.size(); ++i) gaps.push_back(c.times[i] - c.times[i - 1]);
+  std::vector<uint64_t> sorted = gaps;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t m = sorted.size();
+  c.median_ns = m % 2 ? sorted[m / 2] : sorted[m / 2 - 1] + (sorted[m / 2] - sorted[m / 2 - 1]) / 2;
   c.has_median = true;
-  if (c.times.size() < kMinCount || mean <= 0) return;
-  c.cv = std::sqrt(squares / static_cast<double>(m)) / mean;
+  if (c.times.size() < kMinCount) return;
+  // The first steps of a real program are slow (lazy module loading, library
+  // handles, autotuning: on the H200 the seed's loop took seconds for its
+  // first step, then 76 ms a step): up to three leading gaps longer than
+  // twice the median are warm-up, not irregularity. Only leading ones: a
+  // per-layer kernel's long gaps recur all through the run and stay.
+  size_t skip = 0;
+  while (skip < 3 && skip + 2 < gaps.size() && gaps[skip] > 2 * c.median_ns) ++skip;
+  double sum = 0;
+  for (size_t i = skip; i < gaps.size(); ++i) sum += static_cast<double>(gaps[i]);
+  const double n = static_cast<double>(gaps.size() - skip);
+  const double mean = sum / n;
+  if (mean <= 0) return;
+  double squares = 0;
+  for (size_t i = skip; i < gaps.size(); ++i) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
+  c.cv = std::sqrt(squares / n) / mean;
   c.has_cv = true;
 }
 

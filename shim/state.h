@@ -18,7 +18,8 @@
 
 namespace nb::shim {
 
-void arm_if_requested();  // shim/trigger.h
+void arm_if_requested();                 // shim/trigger.h
+extern std::atomic<bool> g_arm_request;  // shim/trigger.h: SIGUSR2 came
 
 // Dormant and Uninit/Initializing sort first: recording() tests them with one
 // comparison on its slow path.
@@ -44,6 +45,8 @@ inline bool recording() {
   // once the state is settled, so no call slips through unrecorded.
   if (__builtin_expect(s <= static_cast<int>(State::Initializing), 0)) {
     if (s == static_cast<int>(State::Dormant)) {
+      // Dormant: one relaxed load, the whole cost of a hook until a signal.
+      if (__builtin_expect(!g_arm_request.load(std::memory_order_relaxed), 1)) return false;
       arm_if_requested();
     } else {
       init_once();

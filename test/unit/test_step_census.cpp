@@ -294,3 +294,18 @@ TEST_CASE("census: the suggestion is quoted for the shell; threads are counted",
   CHECK(suggested(table) == "'nvtx:it'\\''s a step'");
   CHECK(table.find("20.000ms        0.0%        2  it's a step") != std::string::npos);
 }
+
+TEST_CASE("census: a slow start (warm-up steps) does not hide the step marker", "[census]") {
+  // As on the H200: the first step takes seconds (module loading, cuBLAS),
+  // the second half a second, then 76 ms a step.
+  std::vector<nb::CensusEvent> events;
+  uint64_t t = 0;
+  for (int step = 0; step < 32; ++step) {
+    for (int l = 0; l < 12; ++l) events.push_back({"layer_gemm", false, t + 60000ull * l, 1});
+    events.push_back({"lm_head_gemv", false, t + 60000ull * 12, 1});
+    t += step == 0 ? 2000000000ull : step == 1 ? 500000000ull : 76000000ull + (step % 3) * 100000ull;
+  }
+  const std::string out = nb::step_census(events, 10);
+  INFO(out);
+  CHECK(out.find("suggested: NB_STEP='kernel:lm_head_gemv'") != std::string::npos);
+}
