@@ -215,7 +215,13 @@ void Collector::finish() {
     // Windows still open: complete ones not yet written, and the one the
     // program exited in (partial).
     while (!windows_.empty()) close_window(windows_.begin()->first, true);
-    if (last_written_ == 0) log::debug("no recording window was reached; no files written");
+    if (last_written_ == 0 && armed_) {
+      // A schedule that never got going: say why, not nothing.
+      const uint64_t ended = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
+      log::warn("no recording window was reached (" + std::to_string(ended) + " steps ended; NB_STEP=" +
+                (options_.step.empty() ? std::string("sync") : options_.step) +
+                "): no files written. `nbprof steps -- COMMAND` lists markers that recur");
+    }
     return;
   }
   OutputContext ctx = current_context();

@@ -228,7 +228,9 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   ctx.steps = step_spans(w.first_active, count, s.first());
   if (!w.complete && w.active != 0) {
     ctx.notes.push_back("Partial window: the program exited after " + std::to_string(ctx.steps.size()) + " of its " +
-                        std::to_string(w.active) + " steps");
+                        std::to_string(w.active) + " steps" +
+                        (ctx.steps.empty() ? std::string(" (no step ended: does NB_STEP match? `nbprof steps` lists markers)")
+                                           : std::string()));
   }
   if (toggle_) {
     ctx.notes.push_back("Window " + std::to_string(n) + ": from one SIGUSR2 to the next");

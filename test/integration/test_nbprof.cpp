@@ -42,9 +42,11 @@ TEST_CASE("nbprof steps suggests the kernel that ends each step", "[integration]
   nbtest::TempDir dir;
   const std::map<std::string, std::string> env = {
       {"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}, {"-LD_PRELOAD", ""}, {"-NB_OUT", ""}};
-  // A steady loop: 3 layer kernels close together, then lm_head, every 2 ms.
+  // A steady loop: 3 layer kernels close together, then lm_head, every
+  // 50 ms (long enough that a loaded machine's sleep overshoot stays a
+  // small part of it).
   const auto r = nbtest::run({NB_NBPROF_PATH, "steps", "-o", dir.file("census"), "--",
-                              nbtest::program("steps"), "30", "sleep_us=2000"},
+                              nbtest::program("steps"), "12", "sleep_us=50000"},
                              env, dir.path());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
