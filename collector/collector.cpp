@@ -63,8 +63,7 @@ bool Collector::start(std::function<void()> on_thread_start) {
   return ok;
 }
 
-size_t Collector::drain_once() {
-  if (windowed_) check_arming();
+size_t Collector::drain_rings() {
   size_t n = 0;
   registry_.for_each([&](ThreadSlot& slot) {
     // Exited is read before draining: a slot seen exited is fully drained by
@@ -81,10 +80,20 @@ size_t Collector::drain_once() {
       c.stack = intern_stack(slot.frames, r.stack);
       route(c);
     });
-    if (got) session_.note_thread(slot.tid.load(std::memory_order_relaxed), slot.name);
+    if (got) {
+      const uint32_t tid = slot.tid.load(std::memory_order_relaxed);
+      session_.note_thread(tid, slot.name);
+      if (windowed_) thread_names_.emplace(tid, slot.name);
+    }
     n += got;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
   });
+  return n;
+}
+
+size_t Collector::drain_once() {
+  if (windowed_) check_arming();
+  const size_t n = drain_rings();
   // Memory records older than the horizon cannot be overtaken by one still
   // in flight on another thread (assuming no call is in flight longer).
   if (windowed_) {
@@ -144,7 +153,13 @@ void Collector::take_device_records() {
   // Correlations first: in join mode "external" they say where a device
   // record goes.
   for (const ExternalCorrelation& e : external) route(e);
-  for (const DeviceRecord& d : records) route(d);
+  // Device records can come before their host call's record is drained
+  // (the call still returning, or its ring not reached yet this pass): the
+  // ones with no window yet get one more pass.
+  std::vector<DeviceRecord> retry;
+  retry.swap(retry_device_);
+  for (const DeviceRecord& d : retry) route(d, true);
+  for (const DeviceRecord& d : records) route(d, false);
 }
 
 uint64_t Collector::dropped() const {
@@ -198,8 +213,8 @@ void Collector::finish() {
     else thread_.join();
   }
   drain_once();
-  if (windowed_) feed_->apply_all();
-  else session_.apply_all_memory();
+  // Windows apply the memory feed up to their own end (close_window).
+  if (!windowed_) session_.apply_all_memory();
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): let the
     // device finish, force out the last buffers, stop CUPTI.
@@ -207,7 +222,9 @@ void Collector::finish() {
       context_.notes.push_back("The device was still busy 5 s after exit began: work it had not finished is not in the outputs");
     }
     tracer_->flush(true);
+    drain_rings();
     take_device_records();
+    take_device_records();  // the last try of those that came before their host call's record
     tracer_->stop();
   }
 
@@ -292,7 +309,14 @@ void Collector::write(const Session& s, OutputContext ctx) {
     }
   }
   const OutputResult res = write_outputs(s, ctx);
-  for (const std::string& p : res.problems) log::warn(p);
+  // One line per distinct problem: a missing directory fails all three
+  // files the same way.
+  std::vector<std::string> said;
+  for (const std::string& p : res.problems) {
+    if (std::find(said.begin(), said.end(), p) != said.end()) continue;
+    said.push_back(p);
+    log::warn(p);
+  }
   if (options_.print_table) log::print(res.table_for_stderr);
   std::string where;
   for (const std::string& w : res.written) where += (where.empty() ? "" : ", ") + w;

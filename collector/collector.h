@@ -65,6 +65,7 @@ class Collector {
 
  private:
   void run();
+  size_t drain_rings();  // every thread's ring, records routed
   void take_device_records();
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
@@ -76,11 +77,13 @@ class Collector {
     uint64_t first_active = 0;   // absolute number of its first active step
     uint64_t active = 0;         // steps it should get
     uint64_t end_tick = 0;       // end of its last step, once complete
+    uint64_t host_work = 0;      // calls routed here that make device work
+    uint64_t device_got = 0;     // device records routed here
     bool complete = false;
     std::chrono::steady_clock::time_point close_at{};
   };
   void route(const Record& r);
-  void route(const DeviceRecord& d);
+  void route(const DeviceRecord& d, bool last_try);
   void route(const ExternalCorrelation& e);
   StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
   Window& window(uint64_t n, uint64_t rel_step);
@@ -108,15 +111,19 @@ class Collector {
   };
   std::map<uint64_t, StepEnd> step_ends_;  // absolute step → where and when it ended
   uint64_t step_ends_dropped_ = 0;
+  uint64_t steps_ended_ = 0;
   std::unordered_map<uint32_t, uint64_t> corr_window_;  // CUPTI correlation id → window
   std::unordered_map<uint64_t, uint64_t> id_window_;    // record id → window (join "external")
   bool armed_ = true;
   uint64_t arm_step_ = 0;
   uint64_t arm_tick_ = 0;
   uint64_t window_base_ = 0;   // numbers used by earlier armings
+  uint64_t arming_base_ = 0;   // window_base_ of the current arming
   uint64_t last_written_ = 0;  // windows are written in order
   uint64_t late_records_ = 0;  // arrived after their window was written
   uint64_t late_device_ = 0;
+  std::vector<DeviceRecord> retry_device_;  // no window known yet: tried again after the next drain
+  std::map<uint32_t, std::string> thread_names_;  // for the windows' thread names
 
   const Options options_;
   ThreadRegistry& registry_;

@@ -1,11 +1,12 @@
 #include "collector/step_census.h"
 
+#include "collector/kernel_regex.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <set>
 #include <utility>
 
@@ -194,15 +195,13 @@ std::string regex_escape(const std::string& s) {
 
 // The proof: what the shim will do with the pattern, against every kernel seen.
 bool matches_only(const std::string& pattern, const std::string& name, const std::vector<std::string>& kernels) {
-  try {
-    const std::regex re(pattern, std::regex::ECMAScript);
-    for (const std::string& k : kernels) {
-      if (std::regex_search(k, re) != (k == name)) return false;
-    }
-    return true;
-  } catch (const std::regex_error&) {
-    return false;
+  KernelRegex re;
+  std::string error;
+  if (!re.compile(pattern, error)) return false;
+  for (const std::string& k : kernels) {
+    if (re.search(k) != (k == name)) return false;
   }
+  return true;
 }
 
 // cuBLAS and CUTLASS names are one word of a hundred characters

@@ -1,9 +1,10 @@
 #include "collector/step_marker.h"
 
+#include "collector/kernel_regex.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 
 namespace nb {
 
@@ -56,10 +57,10 @@ bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& er
       error = "NB_STEP=kernel: needs a regular expression after the colon";
       return false;
     }
-    try {
-      std::regex check(rest, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      error = "NB_STEP=" + spec + ": not a valid regular expression (" + e.what() + ")";
+    KernelRegex check;
+    std::string why;
+    if (!check.compile(rest, why)) {
+      error = "NB_STEP=" + spec + ": not a valid POSIX extended regular expression (" + why + ")";
       return false;
     }
     out.kind = StepMarker::Kind::Kernel;

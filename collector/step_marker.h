@@ -1,5 +1,5 @@
 // NB_STEP: what ends a step in a program that never calls prof.step().
-//   kernel:REGEX    each host launch of a kernel whose name matches (ECMAScript regex, searched)
+//   kernel:REGEX    each host launch of a kernel whose name matches (POSIX extended regex, searched)
 //   nvtx:NAME       each end of an NVTX range with that name
 //   sync            each host-blocking synchronize or synchronous device-to-host copy
 //   launches:N      every N kernel launches

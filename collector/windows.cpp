@@ -11,6 +11,7 @@
 // feed one run-long tracker, so a window's snapshot knows what was
 // allocated before it began.
 #include <algorithm>
+#include <thread>
 
 #include "collector/clock.h"
 #include "collector/collector.h"
@@ -88,6 +89,9 @@ void Collector::route(const Record& r) {
   }
   Window& w = window(n, p.window);
   w.session->consume(r);
+  const bool work = r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
+                    (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
+  if (work && r.result == 0) ++w.host_work;
   if (r.corr_first) corr_window_[r.corr_first] = n;
   if (r.corr_last) corr_window_[r.corr_last] = n;
   if (context_.join_mode == "external" && (r.kind == Kind::Launch || r.kind == Kind::Graph ||
@@ -96,19 +100,24 @@ void Collector::route(const Record& r) {
   }
 }
 
-void Collector::route(const DeviceRecord& d) {
+void Collector::route(const DeviceRecord& d, bool last_try) {
   if (!windowed_) {
     session_.consume(d);
     return;
   }
   auto it = corr_window_.find(d.correlation);
-  if (it == corr_window_.end()) return;  // launched outside any window
+  if (it == corr_window_.end()) {
+    // Launched outside any window, or its host record not drained yet.
+    if (!last_try) retry_device_.push_back(d);
+    return;
+  }
   auto w = windows_.find(it->second);
   if (w == windows_.end() || !w->second.session) {
-    ++late_device_;
+    ++late_device_;  // its window is written already
     return;
   }
   w->second.session->consume(d);
+  ++w->second.device_got;
 }
 
 void Collector::route(const ExternalCorrelation& e) {
@@ -124,17 +133,30 @@ void Collector::route(const ExternalCorrelation& e) {
 }
 
 void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
+  ++steps_ended_;
   if (step_ends_.size() < kMaxStepEnds) step_ends_[step] = StepEnd{tick, tid};
   else ++step_ends_dropped_;
   if (!windowed_) return;
   const StepPlan p = plan(step);
-  if (p.action != StepAction::RecordAndSave) return;
-  const uint64_t n = window_base_ + p.window;
-  if (n <= last_written_) return;
-  Window& w = window(n, p.window);
-  w.complete = true;
-  w.end_tick = tick;
-  w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+  if (p.action == StepAction::RecordAndSave) {
+    const uint64_t n = window_base_ + p.window;
+    if (n > last_written_) {
+      Window& w = window(n, p.window);
+      w.complete = true;
+      w.end_tick = tick;
+      w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+    }
+  }
+  // A window whose last step's end never came (its record dropped in a full
+  // ring) is complete once a later step ends: it must not hold back the
+  // windows after it until exit.
+  for (auto& [n, w] : windows_) {
+    if (w.complete || w.active == 0 || step < w.first_active + w.active) continue;
+    auto last = step_ends_.find(w.first_active + w.active - 1);
+    w.complete = true;
+    w.end_tick = last != step_ends_.end() ? last->second.tick : tick;
+    w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+  }
 }
 
 uint64_t Collector::memory_limit() const {
@@ -158,7 +180,10 @@ void Collector::check_arming() {
   armed_ = true;
   arm_step_ = step;
   arm_tick_ = tick;
-  window_base_ = last_written_;
+  // Windows of the previous arming may still wait to be written: the new
+  // ones are numbered after them.
+  window_base_ = std::max(last_written_, windows_.empty() ? 0 : windows_.rbegin()->first);
+  arming_base_ = window_base_;
   next_time_step_ns_ = monotonic_ns() + time_step_ns_;
   log::info("armed: recording from step " + std::to_string(step));
 }
@@ -206,16 +231,25 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   auto it = windows_.find(n);
   if (it == windows_.end()) return;
   Window& w = it->second;
-  if (!at_exit) {
-    // The window's device work: let the device finish it, then have CUPTI
-    // hand over what it holds. On this thread only; the program runs on.
-    if (tracer_) {
-      if (hooks_.synchronize) hooks_.synchronize();
-      tracer_->flush(true);
+  if (!at_exit && tracer_) {
+    // The window's device work, as CUPTI hands it over once done. No
+    // synchronize: from this thread it would break a CUDA graph capture
+    // the program may have going (global capture mode forbids it from any
+    // thread). So: collect until every call of the window that makes
+    // device work has a record, or 2 s (later ones are counted as late).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (;;) {
+      tracer_->flush(false);
+      drain_rings();
       take_device_records();
+      if (w.device_got >= w.host_work || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    feed_->apply(w.end_tick + 1);
   }
+  // The snapshot is the state at the window's end (at exit: the end of a
+  // complete window still in its grace, else everything).
+  feed_->apply(w.complete ? w.end_tick + 1 : UINT64_MAX);
+  for (const auto& [tid, name] : thread_names_) w.session->note_thread(tid, name.c_str());
   const Session& s = *w.session;
   OutputContext ctx = current_context();
   ctx.prefix = context_.prefix + ".w" + std::to_string(n);
@@ -224,13 +258,19 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   ctx.window_from = std::min(from, s.first());
   ctx.window_to = w.complete ? w.end_tick : UINT64_MAX;
   uint64_t count = w.active;
-  if (toggle_) count = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1 - w.first_active;
+  if (toggle_) {
+    const uint64_t last = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
+    count = last > w.first_active ? last - w.first_active : 0;
+  }
   ctx.steps = step_spans(w.first_active, count, s.first());
   if (!w.complete && w.active != 0) {
     ctx.notes.push_back("Partial window: the program exited after " + std::to_string(ctx.steps.size()) + " of its " +
                         std::to_string(w.active) + " steps" +
                         (ctx.steps.empty() ? std::string(" (no step ended: does NB_STEP match? `nbprof steps` lists markers)")
                                            : std::string()));
+  }
+  if (options_.trigger == "signal") {
+    ctx.notes.push_back("Armed by SIGUSR2: allocations and frees made while nb was dormant are not in the snapshot");
   }
   if (toggle_) {
     ctx.notes.push_back("Window " + std::to_string(n) + ": from one SIGUSR2 to the next");
@@ -239,10 +279,18 @@ void Collector::close_window(uint64_t n, bool at_exit) {
                         std::to_string(w.first_active + (count ? count - 1 : 0)) + " (NB_STEP " +
                         (options_.step.empty() ? std::string("sync") : options_.step) + ")");
   }
-  if (s.consumed() != 0 || !ctx.steps.empty()) write(s, std::move(ctx));
+  // A window the program exited in before any of its steps ended holds only
+  // the tail of the run (the calls after the last step): not worth a set of
+  // files, unless no step ever ended, when the files and their note are how
+  // the user learns that NB_STEP never matched.
+  const bool tail_only = at_exit && !w.complete && ctx.steps.empty() && steps_ended_ != 0;
+  if (tail_only) log::debug("the calls after the last step are in no window");
+  if (!tail_only && (s.consumed() != 0 || !ctx.steps.empty())) write(s, std::move(ctx));
   last_written_ = std::max(last_written_, n);
-  for (auto c = corr_window_.begin(); c != corr_window_.end();) c = c->second == n ? corr_window_.erase(c) : std::next(c);
-  for (auto c = id_window_.begin(); c != id_window_.end();) c = c->second == n ? id_window_.erase(c) : std::next(c);
+  // The window's correlation ids stay until the next one is written, so
+  // that its device records still coming are counted as late.
+  for (auto c = corr_window_.begin(); c != corr_window_.end();) c = c->second < n ? corr_window_.erase(c) : std::next(c);
+  for (auto c = id_window_.begin(); c != id_window_.end();) c = c->second < n ? id_window_.erase(c) : std::next(c);
   const uint64_t first_active = w.first_active;
   windows_.erase(it);  // `w` is gone from here on
   // Step ends before this window's are no longer needed.
@@ -250,7 +298,10 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   if (at_exit) return;
   // Nothing more to record in this arming: hooks pass straight through, and
   // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good.
-  const bool done = toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat);
+  // Only a window of the current arming can end it (one of an earlier
+  // arming, written late, must not disarm the new one).
+  const bool current = n > arming_base_;
+  const bool done = current && (toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat));
   if (done) {
     armed_ = false;
     // CUPTI first: the thread that arms again resumes it (shim/state.cpp),

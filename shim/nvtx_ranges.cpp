@@ -29,7 +29,28 @@ std::mutex* g_process_mu = new std::mutex;
 std::unordered_map<uint64_t, OpenRange>* g_process = new std::unordered_map<uint64_t, OpenRange>;
 std::atomic<uint64_t> g_next_id{1};
 
-uint32_t name_id(const char* name) { return intern_name(name != nullptr && *name ? name : "(unnamed range)"); }
+// Names are interned through the shared table (a mutex, an allocation);
+// programs push the same few names over and over, so each thread keeps the
+// last ids by a 64-bit hash of the text (never by pointer: Python passes a
+// fresh buffer each time, and an address can come back with other text).
+struct CachedName {
+  uint64_t hash;
+  uint32_t id;
+};
+constexpr uint32_t kNameCache = 64;
+__thread CachedName t_names[kNameCache] __attribute__((tls_model("initial-exec")));
+
+uint32_t name_id(const char* name) {
+  if (name == nullptr || *name == '\0') name = "(unnamed range)";
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* p = name; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  h |= 1;  // 0 marks an empty slot
+  CachedName& c = t_names[h % kNameCache];
+  if (c.hash == h) return c.id;
+  const uint32_t id = intern_name(name);
+  c = CachedName{h, id};
+  return id;
+}
 
 OpenRange open(const char* name) {
   if (!recording()) return OpenRange{0, 0, 0};
@@ -83,6 +104,7 @@ uint64_t nvtx_start(const char* name) {
 }
 
 void nvtx_end(uint64_t id) {
+  if (!recording()) return;  // nothing was kept while not recording
   try {
     OpenRange o{0, 0, 0};
     {

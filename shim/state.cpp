@@ -93,6 +93,7 @@ void on_fork_child() {
   // No collector in the child: a SIGTERM must kill it as usual. (A signal
   // still pending was the parent's.)
   release_exit_signals();
+  release_trigger();
 }
 
 void at_exit() { finish(); }
@@ -229,22 +230,29 @@ void init_state() {
   }
 }
 
+// Arming (a program thread, after SIGUSR2) and going dormant (the
+// collector, after the last window) each happen once per window: a mutex
+// keeps CUPTI's on/off and the state change in one order.
+std::mutex* g_arm_mu = new std::mutex;
+
 void arm_state() {
-  int expected = static_cast<int>(State::Dormant);
-  const State to = g_collector != nullptr ? State::Running : State::Ready;
-  if (g_state.compare_exchange_strong(expected, static_cast<int>(to)) && g_collector != nullptr) {
-    // Device tracing rested between windows: on again before this call's
-    // work is launched (the first arming starts it with the collector).
+  std::lock_guard<std::mutex> lock(*g_arm_mu);
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::Dormant)) return;
+  if (g_collector != nullptr) {
+    // Device tracing rested between windows: on again before any call of
+    // the new window records (the first arming starts it with the collector).
     if (g_tracer != nullptr) g_tracer->resume();
     resume_device_callbacks();
   }
+  set_state(g_collector != nullptr ? State::Running : State::Ready);
 }
 
 void dormant_state() {
+  std::lock_guard<std::mutex> lock(*g_arm_mu);
   int expected = static_cast<int>(State::Running);
   if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) {
     expected = static_cast<int>(State::Ready);
-    g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant));
+    if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) return;
   }
   pause_device_callbacks();
 }

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 
+#include "collector/kernel_regex.h"
 #include "collector/log.h"
 #include "shim/api.h"
 #include "shim/runtime.h"
@@ -20,7 +20,7 @@ StepMarker::Kind g_step_kind = StepMarker::Kind::None;
 namespace {
 
 StepMarker* g_marker = nullptr;
-std::regex* g_kernel_regex = nullptr;
+KernelRegex* g_kernel_regex = nullptr;
 uint32_t g_nvtx_name = 0;  // interned NB_STEP=nvtx:NAME
 std::atomic<uint64_t> g_launches{0};
 
@@ -51,7 +51,7 @@ bool kernel_matches(uint32_t name_id) {
     // against those, or against the mangled symbol.
     const std::string mangled = kernel_name_text(name_id);
     std::lock_guard<std::mutex> lock(*g_match_mu);
-    yes = std::regex_search(mangled, *g_kernel_regex) || std::regex_search(demangled(mangled), *g_kernel_regex);
+    yes = g_kernel_regex->search(mangled) || g_kernel_regex->search(demangled(mangled));
   } catch (...) {
     yes = false;
   }
@@ -71,12 +71,14 @@ bool is_blocking_copy(const Record& r) {
 void init_steps(const StepMarker& marker) {
   g_marker = new StepMarker(marker);
   if (marker.kind == StepMarker::Kind::Kernel) {
-    try {
-      g_kernel_regex = new std::regex(marker.text, std::regex::ECMAScript | std::regex::optimize);
-    } catch (...) {
-      log::warn("NB_STEP: kernel regex '" + marker.text + "' does not compile; no steps");
+    auto* re = new KernelRegex;
+    std::string error;
+    if (!re->compile(marker.text, error)) {
+      log::warn("NB_STEP: kernel regex '" + marker.text + "' does not compile (" + error + "); no steps");
+      delete re;
       return;
     }
+    g_kernel_regex = re;
     g_match = new std::atomic<uint8_t>[kMatchSlots]();
     g_match_mu = new std::mutex;
   }

@@ -31,10 +31,12 @@ inline void after_call(Record& r) {
 // An NVTX range named `name_id` (NameTable) ended: whether it ends a step.
 bool nvtx_ends_step(uint32_t name_id);
 
-// Marks `r` as the end of the step it began in, and starts the next.
+// Marks `r` as the end of a step and starts the next. The step it ended is
+// the one current now, which another thread may have moved on since `r`
+// began: the record takes the number it really ended.
 inline void end_step(Record& r) {
   r.flags |= record_flag::kStepEnd;
-  g_step.fetch_add(1, std::memory_order_relaxed);
+  r.step = g_step.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace nb::shim

@@ -36,6 +36,17 @@ bool install_trigger() {
 
 bool trigger_installed() { return g_installed.load(); }
 
+void release_trigger() {
+  if (!g_installed.load()) return;
+  struct sigaction cur {};
+  if (sigaction(SIGUSR2, nullptr, &cur) != 0 || cur.sa_handler != on_sigusr2) return;  // the program's now
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGUSR2, &dfl, nullptr);
+  g_installed.store(false);
+}
+
 void arm_if_requested() {
   bool expected = true;
   if (!g_arm_request.compare_exchange_strong(expected, false)) return;
@@ -55,9 +66,10 @@ bool take_arming(uint64_t& step, uint64_t& tick) {
 }
 
 void go_dormant() {
-  dormant_state();
-  // A signal that came while recording does not queue another window.
+  // A signal that came while recording does not queue another window; one
+  // that comes from here on arms the next.
   g_arm_request.store(false, std::memory_order_relaxed);
+  dormant_state();
 }
 
 }  // namespace nb::shim

@@ -15,6 +15,9 @@ extern std::atomic<bool> g_arm_request;  // set by the handler
 // left it at its default. False if the program handles SIGUSR2 itself.
 bool install_trigger();
 bool trigger_installed();
+// In a forked child (disabled): SIGUSR2 back to its default, so that it ends
+// a worker as it would without nb.
+void release_trigger();
 
 // Slow path of a hook while dormant: arm if a signal asked for it.
 void arm_if_requested();

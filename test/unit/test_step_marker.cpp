@@ -45,7 +45,7 @@ TEST_CASE("step markers: every accepted form", "[unit][step]") {
 
 TEST_CASE("step markers: mistakes are named, with what is accepted", "[unit][step]") {
   CHECK(bad("kernel:").find("regular expression") != std::string::npos);
-  CHECK(bad("kernel:gemm(").find("not a valid regular expression") != std::string::npos);
+  CHECK(bad("kernel:gemm(").find("not a valid POSIX extended regular expression") != std::string::npos);
   CHECK(bad("nvtx:").find("NVTX range") != std::string::npos);
   CHECK(bad("launches:0").find("N >= 1") != std::string::npos);
   CHECK(bad("launches:-3").find("N >= 1") != std::string::npos);
@@ -59,4 +59,40 @@ TEST_CASE("step markers: mistakes are named, with what is accepted", "[unit][ste
   CHECK(e.find("profiler-api") != std::string::npos);
   bad("SYNC");
   bad(" sync");
+}
+
+#include <pthread.h>
+
+#include "collector/kernel_regex.h"
+
+namespace {
+struct LongMatch {
+  const nb::KernelRegex* re;
+  const std::string* text;
+  bool found = false;
+};
+void* match_on_small_stack(void* arg) {
+  auto* m = static_cast<LongMatch*>(arg);
+  m->found = m->re->search(*m->text);
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("kernel regex: `.*` over a huge templated name on a small thread stack", "[unit][step]") {
+  // The match runs inside the program's launch call, on the program's
+  // thread: std::regex recursed once per character and overflowed 1 MB
+  // stacks on 5,000-character names.
+  nb::KernelRegex re;
+  std::string error;
+  REQUIRE(re.compile("elementwise.*lm_head", error));
+  const std::string name = "void elementwise<" + std::string(50000, 'x') + ">lm_head";
+  LongMatch m{&re, &name};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t t;
+  REQUIRE(pthread_create(&t, &attr, match_on_small_stack, &m) == 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK(m.found);
 }
