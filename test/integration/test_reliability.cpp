@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -62,4 +64,43 @@ TEST_CASE("output files are created with the user's umask", "[integration][relia
   struct stat st {};
   REQUIRE(stat(dir.file("out.trace.json").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
+}
+
+namespace {
+int launches_in(const std::string& trace_path) {
+  const auto trace = nbtest::nbread("trace", trace_path);
+  int n = 0;
+  for (const auto& ev : trace["traceEvents"]) n += ev.value("name", "") == "cudaLaunchKernel";
+  return n;
+}
+}  // namespace
+
+TEST_CASE("fork without exec: the child's calls pass through, only the parent writes", "[integration][reliability][lifecycle]") {
+  nbtest::TempDir dir;
+  auto e = nbtest::shim_env(dir.file("out-%p"));
+  e["NB_PRINT_TABLE"] = "0";
+  const auto r = nbtest::run({nbtest::program("spawn"), "fork"}, e, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> traces;
+  for (const std::string& f : nbtest::list_dir(dir.path())) {
+    if (f.size() > 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) traces.push_back(f);
+  }
+  REQUIRE(traces.size() == 1);
+  CHECK(launches_in(dir.file(traces[0])) == 4);  // the parent's 2 + 2, none of the child's 5
+}
+
+TEST_CASE("fork + exec (posix_spawn): the child inherits the preload and writes its own files", "[integration][reliability][lifecycle]") {
+  nbtest::TempDir dir;
+  auto e = nbtest::shim_env(dir.file("out-%p"));
+  e["NB_PRINT_TABLE"] = "0";
+  const auto r = nbtest::run({nbtest::program("spawn"), "exec"}, e, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<int> counts;
+  for (const std::string& f : nbtest::list_dir(dir.path())) {
+    if (f.size() > 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) counts.push_back(launches_in(dir.file(f)));
+  }
+  std::sort(counts.begin(), counts.end());
+  CHECK(counts == std::vector<int>{2, 3});
 }
