@@ -315,7 +315,7 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
   auto marker = [&](size_t i) -> const std::string& {
     if (!done[i]) {
       if (cs[i].nvtx) {
-        markers[i] = "nvtx:" + cs[i].name;
+        if (!cs[i].name.empty()) markers[i] = "nvtx:" + cs[i].name;  // NB_STEP=nvtx: needs a name
       } else if (const std::string re = kernel_regex(cs[i].name, kernels); !re.empty()) {
         markers[i] = "kernel:" + re;
       }

@@ -77,9 +77,11 @@ bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& er
     return true;
   }
   if (starts_with(spec, "launches:", rest)) {
-    char* end = nullptr;
-    const unsigned long long n = rest.empty() || rest[0] == '-' ? 0 : std::strtoull(rest.c_str(), &end, 10);
-    if (n == 0 || end == nullptr || *end != '\0') {
+    // Digits only: strtoull alone would take " -5" as 2^64 - 5 and clamp
+    // overflow to 2^64 - 1. Nineteen digits always fit in 64 bits.
+    const bool digits = !rest.empty() && rest.size() <= 19 && rest.find_first_not_of("0123456789") == std::string::npos;
+    const unsigned long long n = digits ? std::strtoull(rest.c_str(), nullptr, 10) : 0;
+    if (n == 0) {
       error = "NB_STEP=" + spec + ": launches:N needs a whole number N >= 1";
       return false;
     }

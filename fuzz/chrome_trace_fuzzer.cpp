@@ -1,0 +1,170 @@
+// formats/chrome_trace.h with names, strings and numbers from the input (one
+// field each, split at the first byte; see fuzz_support.h). Field 0 is the
+// trace's name, field 1 also gives the base time; every field is an event
+// name, an event with one argument of each type, a process, a thread, a
+// device, a top-level key, a flow and a counter.
+// - the whole file parses as JSON (nlohmann::json, which rejects invalid
+//   UTF-8, raw control characters, NaN and lone surrogates);
+// - every name and string comes back as the input with bad bytes replaced;
+// - integers come back exactly, doubles within the 9 digits written (non-finite
+//   ones as 0), timestamps exactly to the nanosecond (append_us_from_ns).
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "formats/chrome_trace.h"
+#include "fuzz/fuzz_support.h"
+
+using namespace nb::formats;
+using nbfuzz::shown;
+using json = nlohmann::json;
+
+namespace {
+
+// "-12.345" back to -12345: exactly the grammar append_us_from_ns promises.
+bool ns_from_us_text(const std::string& s, int64_t& ns) {
+  size_t i = 0;
+  const bool neg = !s.empty() && s[0] == '-';
+  if (neg) ++i;
+  unsigned __int128 v = 0;
+  size_t digits = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) v = v * 10 + static_cast<unsigned>(s[i] - '0');
+  if (digits == 0 || i + 4 != s.size() || s[i] != '.') return false;
+  for (++i; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + static_cast<unsigned>(s[i] - '0');
+  }
+  if (v > (neg ? static_cast<unsigned __int128>(INT64_MAX) + 1 : static_cast<unsigned __int128>(INT64_MAX))) {
+    return false;
+  }
+  ns = neg ? static_cast<int64_t>(0 - static_cast<uint64_t>(v)) : static_cast<int64_t>(v);
+  return true;
+}
+
+void check_us(int64_t ns) {
+  std::string text;
+  append_us_from_ns(text, ns);
+  int64_t back = 0;
+  NB_FUZZ_CHECK(ns_from_us_text(text, back) && back == ns, std::to_string(ns) + " ns printed as " + text);
+}
+
+void check_double(const json& got, double v, const std::string& where) {
+  NB_FUZZ_CHECK(got.is_number(), where + " is not a number: " + got.dump());
+  const double d = got.get<double>();
+  if (!std::isfinite(v)) {
+    NB_FUZZ_CHECK(d == 0, where + ": non-finite written as " + got.dump());
+  } else if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    NB_FUZZ_CHECK(d == v, where + ": whole number " + std::to_string(v) + " written as " + got.dump());
+  } else {
+    NB_FUZZ_CHECK(std::fabs(d - v) <= std::fabs(v) * 1e-8, where + ": " + std::to_string(v) + " written as " + got.dump());
+  }
+}
+
+std::string c_string(const std::string& s) { return s.substr(0, s.find('\0')); }
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::vector<std::string> f = nbfuzz::split_fields(data, size);
+  const size_t n = f.size();
+  static const char* const kKeys[] = {"a", "b\"\\\n", "\xff"};
+
+  TraceData t;
+  t.trace_name = n > 0 ? f[0] : "";
+  t.base_time_ns = n > 1 ? nbfuzz::number_u64(f[1]) : 0;
+  std::map<std::string, int64_t> top;  // what the top-level keys read back as (the last one wins)
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& s = f[i];
+    const int64_t si = nbfuzz::number_s64(s);
+    const uint64_t ui = nbfuzz::number_u64(s);
+    const double d = nbfuzz::number_double(s);
+    check_us(si);
+    t.names.push_back(s);
+    Event e;
+    e.name = static_cast<uint32_t>(i % 3 == 2 ? n + i : i);  // every third one out of range: "?"
+    e.cat = static_cast<Category>(i % 8);
+    e.pid = si;
+    e.tid = static_cast<int64_t>(ui >> 1);
+    e.ts_ns = ui;
+    e.dur_ns = ui >> (i % 64);
+    e.args = {Arg::text("s", s), Arg::integer("i", si), Arg::uinteger("u", ui), Arg::real("d", d),
+              Arg::dim3("grid", static_cast<uint32_t>(ui), static_cast<uint32_t>(si), UINT32_MAX),
+              Arg::text(kKeys[i % 3], s)};
+    t.events.push_back(std::move(e));
+    t.processes.push_back({si, s, si ^ 1});
+    t.threads.push_back({si, static_cast<int64_t>(ui), s, si});
+    if (i < 4) {
+      DeviceProperties dev;
+      dev.id = static_cast<int>(si);
+      dev.name = s;
+      dev.total_global_mem = ui;
+      t.devices.push_back(dev);
+    }
+    t.top_level_ints.emplace_back(s, si);
+    top[nbfuzz::ref_repaired(c_string(s))] = si;
+    t.flows.push_back({ui, si, si, ui, i % 2 == 0});
+    t.counters.push_back({static_cast<uint32_t>(i), si, ui, {{"allocated", d}, {kKeys[i % 3], -d}}});
+  }
+
+  const std::string text = chrome_trace_string(t);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const std::exception& e) {
+    NB_FUZZ_CHECK(false, std::string("not JSON: ") + e.what() + "\n" + shown(text, 2000));
+  }
+
+  NB_FUZZ_CHECK(doc.is_object(), "top level is not an object");
+  NB_FUZZ_CHECK(doc["traceName"] == nbfuzz::ref_repaired(t.trace_name), "traceName " + doc["traceName"].dump());
+  for (const auto& [key, value] : top) {
+    static const char* const kOwn[] = {"schemaVersion", "deviceProperties", "displayTimeUnit",
+                                       "baseTimeNanoseconds", "traceEvents", "traceName"};
+    bool own = false;
+    for (const char* k : kOwn) own |= key == k;
+    if (!own) NB_FUZZ_CHECK(doc[key] == value, "top-level " + shown(key) + " = " + doc[key].dump());
+  }
+  const json& devices = doc["deviceProperties"];
+  if (!top.count("deviceProperties")) {
+    NB_FUZZ_CHECK(devices.is_array() && devices.size() == t.devices.size(), "deviceProperties");
+    for (size_t i = 0; i < t.devices.size(); ++i) {
+      NB_FUZZ_CHECK(devices[i]["name"] == nbfuzz::ref_repaired(t.devices[i].name), "device name");
+      NB_FUZZ_CHECK(devices[i]["totalGlobalMem"] == t.devices[i].total_global_mem, "totalGlobalMem");
+    }
+  }
+
+  const json& events = doc["traceEvents"];
+  NB_FUZZ_CHECK(events.is_array() && events.size() == 2 * n + 2 * n + n + n + n, "traceEvents count");
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i, at += 2) {
+    NB_FUZZ_CHECK(events[at]["args"]["name"] == nbfuzz::ref_repaired(f[i]), "process name " + events[at].dump());
+    NB_FUZZ_CHECK(events[at + 1]["args"]["sort_index"] == t.processes[i].sort_index, "process sort index");
+  }
+  for (size_t i = 0; i < n; ++i, at += 2) {
+    NB_FUZZ_CHECK(events[at]["args"]["name"] == nbfuzz::ref_repaired(f[i]), "thread name " + events[at].dump());
+    NB_FUZZ_CHECK(events[at]["tid"] == static_cast<int64_t>(nbfuzz::number_u64(f[i])), "thread tid");
+  }
+  for (size_t i = 0; i < n; ++i, ++at) {
+    const Event& e = t.events[i];
+    const json& j = events[at];
+    const std::string where = "event " + std::to_string(i);
+    NB_FUZZ_CHECK(j["ph"] == "X" && j["cat"] == category_name(e.cat), where);
+    NB_FUZZ_CHECK(j["name"] == (e.name < n ? nbfuzz::ref_repaired(f[e.name]) : "?"), where + " name " + j["name"].dump());
+    NB_FUZZ_CHECK(j["pid"] == e.pid && j["tid"] == e.tid, where + " pid/tid");
+    const json& a = j["args"];
+    NB_FUZZ_CHECK(a["s"] == nbfuzz::ref_repaired(f[i]), where + " string arg " + a["s"].dump());
+    NB_FUZZ_CHECK(a["i"] == e.args[1].i && a["u"] == e.args[2].u, where + " integer args " + a.dump());
+    check_double(a["d"], e.args[3].d, where + " double arg");
+    NB_FUZZ_CHECK(a["grid"] == json::array({e.args[4].dim[0], e.args[4].dim[1], e.args[4].dim[2]}), where + " dim3");
+    NB_FUZZ_CHECK(a[nbfuzz::ref_repaired(kKeys[i % 3])] == nbfuzz::ref_repaired(f[i]), where + " escaped key");
+  }
+  for (size_t i = 0; i < n; ++i, ++at) {
+    NB_FUZZ_CHECK(events[at]["id"] == t.flows[i].id && events[at]["ph"] == (i % 2 == 0 ? "s" : "f"), "flow");
+  }
+  for (size_t i = 0; i < n; ++i, ++at) {
+    const json& j = events[at];
+    NB_FUZZ_CHECK(j["ph"] == "C" && j["name"] == nbfuzz::ref_repaired(f[i]), "counter " + j.dump());
+    check_double(j["args"]["allocated"], t.counters[i].values[0].second, "counter value");
+    check_double(j["args"][nbfuzz::ref_repaired(kKeys[i % 3])], t.counters[i].values[1].second, "counter value");
+  }
+  return 0;
+}
