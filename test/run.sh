@@ -27,7 +27,13 @@ lines=("$main")
 extra_status=0
 if [ "${NB_TEST_QUICK:-0}" != 1 ]; then
   for suite in "fuzz/run.sh ${NB_FUZZ_SECONDS:-10}" ${NB_TEST_SANITIZERS:+"test/sanitizers.sh"}; do
-    out=$(bash "$top"/$suite 2>&1 | tee /dev/stderr | tail -n 1)
+    # Through a file, not `tee /dev/stderr`: reopening stderr truncates a log
+    # that stdout and stderr share (`.ci/run > log 2>&1`).
+    log=$(mktemp)
+    bash "$top"/$suite >"$log" 2>&1
+    cat "$log"
+    out=$(tail -n 1 "$log")
+    rm -f "$log"
     [[ $out =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]] || { echo "$suite: no summary line" >&2; out="0 passed, 1 failed"; }
     lines+=("$out")
   done
