@@ -29,6 +29,14 @@ give_up() {
 cxx=${NB_FUZZ_CXX:-clang++}
 need=()
 command -v "$cxx" >/dev/null || need+=(clang)
+# libFuzzer's runtime is a separate package on Debian (recommended by
+# clang's, so installed with it unless recommends are off).
+if command -v "$cxx" >/dev/null; then
+  major=$("$cxx" -dumpversion | cut -d. -f1)
+  [ -f "$("$cxx" -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] || need+=("libclang-rt-$major-dev")
+else
+  need+=(libclang-rt-14-dev)  # Debian 12's clang
+fi
 command -v ninja >/dev/null || need+=(ninja-build)
 [ -f /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
 if [ ${#need[@]} -gt 0 ]; then
