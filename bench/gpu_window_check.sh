@@ -67,7 +67,7 @@ fi
 if part 5; then
 log "5 armed by SIGUSR2 mid-run (steps of 0.1 s, signal after 15 s)"
 LD_PRELOAD=$SHIM NB_OUT=$OUT/t NB_TRIGGER=signal NB_STEP="$marker" NB_ACTIVE=8 NB_PRINT_TABLE=0 \
-  python3 bench/gpu/seed_loop.py 400 pause=0.1 >"$OUT/t.out" 2>"$OUT/t.err" &
+  python3 bench/gpu/seed_loop.py 200 pause=0.1 >"$OUT/t.out" 2>"$OUT/t.err" &
 pid=$!
 sleep 15
 kill -USR2 $pid

@@ -178,14 +178,21 @@ void Collector::check_arming() {
   uint64_t step = 0, tick = 0;
   if (!hooks_.take_arming(step, tick)) return;
   armed_ = true;
-  arm_step_ = step;
+  // A schedule counts whole steps. The signal comes while the program is
+  // somewhere in a step (or still setting up before its first), and a
+  // dormant shim cannot tell where: the window starts with the next step,
+  // the first one nb sees from its beginning. A capture range
+  // (profiler-api) starts at its own cudaProfilerStart; time steps and the
+  // open-ended toggle window start at the signal.
+  const bool whole_steps = !toggle_ && !capture_range_ && time_step_ns_ == 0;
+  arm_step_ = whole_steps ? step + 1 : step;
   arm_tick_ = tick;
   // Windows of the previous arming may still wait to be written: the new
   // ones are numbered after them.
   window_base_ = std::max(last_written_, windows_.empty() ? 0 : windows_.rbegin()->first);
   arming_base_ = window_base_;
   next_time_step_ns_ = monotonic_ns() + time_step_ns_;
-  log::info("armed: recording from step " + std::to_string(step));
+  log::info("armed: recording from step " + std::to_string(arm_step_));
 }
 
 void Collector::service_windows() {

@@ -158,10 +158,26 @@ TEST_CASE("trigger: dormant until SIGUSR2, then the schedule; armed again by the
   INFO(r.run.err);
   REQUIRE(r.run.exit_code == 0);
   REQUIRE(r.windows.size() == 2);
-  CHECK(r.windows.at(1).kernels == kernels_of_steps(10, 4));
-  CHECK(r.windows.at(2).kernels == kernels_of_steps(20, 4));
+  // The signal is noticed by step 10's first call; a dormant shim cannot
+  // know that call began the step, so the window starts with step 11.
+  CHECK(r.windows.at(1).kernels == kernels_of_steps(11, 4));
+  CHECK(r.windows.at(2).kernels == kernels_of_steps(21, 4));
   CHECK(r.windows.at(1).steps.size() == 4);
   CHECK(r.windows.at(2).steps.size() == 4);
+}
+
+TEST_CASE("trigger: a signal in the middle of a step starts the window with the next whole step",
+          "[integration][windows][trigger]") {
+  nbtest::TempDir dir;
+  // Step 10 gets the signal after its second launch; its two last launches
+  // and its marker are recorded but belong to no window.
+  const Run r = run_steps(dir, {"24", "raise_mid=10", "sleep_us=20000"},
+                          {{"NB_TRIGGER", "signal"}, {"NB_STEP", "kernel:lm_head"}, {"NB_ACTIVE", "4"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.windows.size() == 1);
+  CHECK(r.windows.at(1).kernels == kernels_of_steps(11, 4));
+  CHECK(r.windows.at(1).steps.size() == 4);
 }
 
 TEST_CASE("trigger: without a schedule the next SIGUSR2 ends the window", "[integration][windows][trigger]") {

@@ -6,6 +6,8 @@
 //
 //   steps STEPS [raise=I,J,...] [profiler=A:B] [sleep_us=U] [nvtx]
 //     raise=I      send SIGUSR2 to itself before step I (NB_TRIGGER tests)
+//     raise_mid=I  send SIGUSR2 to itself in the middle of step I, after its
+//                  second launch (a signal that comes while a step runs)
 //     profiler=A:B cudaProfilerStart before step A, cudaProfilerStop after step B
 //     sleep_us=U   pause between steps
 #include <signal.h>
@@ -26,13 +28,15 @@
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const int steps = std::atoi(argv[1]);
-  std::set<int> raise_at;
+  std::set<int> raise_at, raise_mid;
   int prof_a = -1, prof_b = -1;
   long sleep_us = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("raise=", 0) == 0) {
       for (char* p = std::strtok(&a[6], ","); p; p = std::strtok(nullptr, ",")) raise_at.insert(std::atoi(p));
+    } else if (a.rfind("raise_mid=", 0) == 0) {
+      for (char* p = std::strtok(&a[10], ","); p; p = std::strtok(nullptr, ",")) raise_mid.insert(std::atoi(p));
     } else if (a.rfind("profiler=", 0) == 0) {
       std::sscanf(a.c_str() + 9, "%d:%d", &prof_a, &prof_b);
     } else if (a.rfind("sleep_us=", 0) == 0) {
@@ -59,7 +63,10 @@ int main(int argc, char** argv) {
     if (raise_at.count(i)) kill(getpid(), SIGUSR2);
     if (i == prof_a) CHECK_CU(cudaProfilerStart());
     const unsigned g = static_cast<unsigned>(i + 1);
-    for (int l = 0; l < 3; ++l) CHECK_CU(cuLaunchKernel(layer, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+    for (int l = 0; l < 3; ++l) {
+      if (l == 2 && raise_mid.count(i)) kill(getpid(), SIGUSR2);
+      CHECK_CU(cuLaunchKernel(layer, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+    }
     CHECK_CU(cuLaunchKernel(head, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
     CHECK_CU(cuMemcpyDtoH_v2(host.data(), logits, host.size()));
     if (i == prof_b) CHECK_CU(cudaProfilerStop());
