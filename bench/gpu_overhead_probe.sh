@@ -10,6 +10,8 @@
 #   bash bench/gpu_overhead_probe.sh BUILD_DIR OUT_DIR DEADLINE_S [REPS] [MODES]
 #   (REPS 0 skips part 1; the decode rounds go bare-first, then modes-first)
 #   MODES: space-separated from none callback noflush external host stacksall
+#   PIN="taskset -c 5" runs every decode process under that prefix (one
+#   core for all, to take core placement and frequency out of the pairs)
 set -uo pipefail
 B=$(readlink -f "$1")
 OUT=$2
@@ -49,7 +51,7 @@ while [ $(( $(date +%s) - start )) -lt "$DEADLINE" ]; do
   [ $((i % 2)) -eq 0 ] && order="$MODES bare"
   for m in $order; do
     t0=$(date +%s.%N)
-    res=$(env $(mode_env $m d-$m-$i) python3 bench/gpu/decode_loop_all.py bench/decode_loop.py 2>>"$W/err.txt" | tr '\n' ' ')
+    res=$(env $(mode_env $m d-$m-$i) ${PIN:-} python3 bench/gpu/decode_loop_all.py bench/decode_loop.py 2>>"$W/err.txt" | tr '\n' ' ')
     t1=$(date +%s.%N)
     echo "$m $i wall $(awk -v a="$t0" -v b="$t1" "BEGIN{printf \"%.2f\", b-a}") $res" | tee -a "$OUT/probe.txt"
   done
