@@ -11,6 +11,9 @@ void* (*nb_real_dlsym)(void*, const char*) = nullptr;
 
 // glibc 2.34 moved dlsym into libc with a new version; older systems only
 // have the 2.2.5 one. dlvsym is not hooked, so this cannot recurse.
+// Not sanitized: it can run inside a sanitizer runtime's own start-up (TSan
+// finds its interceptors with dlsym), before that runtime can take calls.
+__attribute__((no_sanitize("address", "thread", "undefined")))
 void* nb_resolve_real_dlsym() {
   void* p = reinterpret_cast<void*>(nb_real_dlsym);
   if (p != nullptr) return p;

@@ -139,7 +139,20 @@ State& state() {
 }
 
 // Each thread has a context stack (cuCtxPush/PopCurrent); the top is current.
-thread_local std::vector<Context*> t_context_stack;
+// A plain array, not a std::vector: a thread_local with a destructor dies
+// before the atexit handlers run, and tools (nb's final flush) call the
+// driver from one, as the real driver allows.
+struct ContextStack {
+    static constexpr size_t kDepth = 64;
+    Context* items[kDepth];
+    size_t size;
+    bool empty() const { return size == 0; }
+    bool full() const { return size == kDepth; }
+    Context*& back() { return items[size - 1]; }
+    void push_back(Context* c) { items[size++] = c; }
+    void pop_back() { --size; }
+};
+thread_local ContextStack t_context_stack;
 
 // Lookup of the allocation containing ptr. Caller holds lock().
 std::map<CUdeviceptr, Alloc>::iterator find_alloc(CUdeviceptr ptr) {
@@ -654,6 +667,7 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
     if (CUresult rc = check_init()) return rc;
     Context* c = find_context(ctx);
     if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    if (t_context_stack.full()) return CUDA_ERROR_OUT_OF_MEMORY;
     t_context_stack.push_back(c);
     return CUDA_SUCCESS;
 }

@@ -78,6 +78,14 @@ RunResult run(const std::vector<std::string>& argv, const std::map<std::string, 
     if (!k.empty() && k[0] == '-') merged.erase(k.substr(1));
     else merged[k] = v;
   }
+  // A sanitizer build (test/sanitizers.sh) names its runtime here: a
+  // sanitized library preloaded into a program that does not load the runtime
+  // itself (python3, /bin/sh) needs it loaded first.
+  if (const char* first = std::getenv("NB_TEST_PRELOAD_FIRST"); first && *first) {
+    if (const auto it = merged.find("LD_PRELOAD"); it != merged.end() && !it->second.empty()) {
+      it->second = std::string(first) + ":" + it->second;
+    }
+  }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;

@@ -35,6 +35,8 @@ struct RunResult {
 
 // Runs argv[0] (a path) with the current environment plus `env` (value ""
 // with key prefixed by '-' removes a variable), in `cwd`, with a timeout.
+// $NB_TEST_PRELOAD_FIRST (a sanitizer's runtime, set by test/sanitizers.sh)
+// goes first in a non-empty LD_PRELOAD.
 RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
               const std::string& cwd = "", int timeout_s = 60);
 

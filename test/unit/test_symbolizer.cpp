@@ -138,11 +138,13 @@ TEST_CASE("a function's own address resolves to its name and lines", "[symbolize
 
 TEST_CASE("an address in libc names libc and its symbol", "[symbolizer]") {
   Symbolizer s;
-  void* (*fn)(size_t) = &malloc;
+  // getpid, not malloc: sanitizer runtimes define their own malloc, which
+  // &malloc then names.
+  pid_t (*fn)() = &getpid;
   const SymbolizedFrame f = s.resolve(address_of(reinterpret_cast<void*>(fn)), false);
   CHECK(f.module.find("libc.so") != std::string::npos);
   CHECK(f.module[0] == '/');
-  CHECK(f.function.find("malloc") != std::string::npos);
+  CHECK(f.function.find("getpid") != std::string::npos);
   CHECK(f.offset > 0);
   // Without libc's debug info the file is the module itself.
   if (f.line == 0) CHECK(f.file == f.module);
