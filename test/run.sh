@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs the Debian packages it
 # needs, builds in build-test/, runs `meson test`, then the libFuzzer targets
-# (fuzz/run.sh, clang) and, with NB_TEST_SANITIZERS=1, the sanitizer builds
-# (test/sanitizers.sh); ends with one line "N passed, M failed" summed over
+# (fuzz/run.sh, clang) and the sanitizer builds (test/sanitizers.sh; skip
+# them with NB_TEST_SANITIZERS=0); ends with one line "N passed, M failed" summed over
 # every test case of every test program, one per fuzz target.
 set -uo pipefail
 top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -26,7 +26,9 @@ lines=("$main")
 # NB_TEST_QUICK=1 skips both (the main suite alone, for a quick check).
 extra_status=0
 if [ "${NB_TEST_QUICK:-0}" != 1 ]; then
-  for suite in "fuzz/run.sh ${NB_FUZZ_SECONDS:-10}" ${NB_TEST_SANITIZERS:+"test/sanitizers.sh"}; do
+  suites=("fuzz/run.sh ${NB_FUZZ_SECONDS:-10}")
+  [ "${NB_TEST_SANITIZERS:-1}" != 0 ] && suites+=("test/sanitizers.sh")
+  for suite in "${suites[@]}"; do
     # Through a file, not `tee /dev/stderr`: reopening stderr truncates a log
     # that stdout and stderr share (`.ci/run > log 2>&1`).
     log=$(mktemp)
