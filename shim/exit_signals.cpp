@@ -1,10 +1,16 @@
 #include "shim/exit_signals.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+
+#include "shim/real_functions.h"
+#include "shim/state.h"
 
 namespace nb::shim {
 
@@ -12,6 +18,29 @@ namespace {
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_pending{0};
+
+// libc's kill and raise, looked up when the shim loads: the lookup is not
+// async-signal-safe, their use is (a signal handler calls them). Without
+// them, the system calls they make.
+using KillFn = int (*)(pid_t, int);
+using RaiseFn = int (*)(int);
+std::atomic<KillFn> g_libc_kill{nullptr};
+std::atomic<RaiseFn> g_libc_raise{nullptr};
+
+__attribute__((constructor)) void find_libc_signal_functions() {
+  g_libc_kill.store(reinterpret_cast<KillFn>(real_dlsym(RTLD_NEXT, "kill")));
+  g_libc_raise.store(reinterpret_cast<RaiseFn>(real_dlsym(RTLD_NEXT, "raise")));
+}
+
+int real_kill(pid_t pid, int sig) {
+  if (KillFn fn = g_libc_kill.load(std::memory_order_relaxed)) return fn(pid, sig);
+  return static_cast<int>(syscall(SYS_kill, pid, sig));
+}
+
+int real_raise(int sig) {
+  if (RaiseFn fn = g_libc_raise.load(std::memory_order_relaxed)) return fn(sig);
+  return static_cast<int>(syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig));
+}
 
 void restore_default(int sig) {
   struct sigaction dfl {};
@@ -27,8 +56,35 @@ void on_exit_signal(int sig) {
     // Second signal: no more waiting. The signal is blocked inside its own
     // handler, so it lands (with the default action) when this returns.
     restore_default(sig);
-    raise(sig);
+    real_raise(sig);
   }
+}
+
+bool is_exit_signal(int sig) {
+  for (int s : kSignals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
+// The program is about to end itself with `sig` at its default action:
+// nothing would be written. Hand the signal to the collector as if it had
+// come from outside (it writes, then dies of it, die_of) and wait for that,
+// at most 30 s, after which the program's own signal goes ahead. Only
+// async-signal-safe calls: the program may be inside its own handler.
+void before_self_signal(int sig) {
+  if (!is_exit_signal(sig) || !outputs_to_write()) return;
+  const int saved_errno = errno;
+  struct sigaction cur {};
+  sigset_t blocked;
+  const bool at_default = sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+                          cur.sa_handler == SIG_DFL;  // a handler (ours too) takes it the usual way
+  const bool deliverable = pthread_sigmask(SIG_BLOCK, nullptr, &blocked) == 0 && !sigismember(&blocked, sig);
+  int none = 0;
+  if (at_default && deliverable && g_pending.compare_exchange_strong(none, sig)) {
+    for (int i = 0; i < 3000; ++i) usleep(10000);
+  }
+  errno = saved_errno;
 }
 
 }  // namespace
@@ -65,14 +121,30 @@ void die_of(int sig) {
   restore_default(sig);
   // Process-directed, so a thread that does not block it takes the default
   // action (this, the collector's, blocks every signal).
-  kill(getpid(), sig);
+  real_kill(getpid(), sig);
   // Every thread blocks it: leave as the default action would have.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sig);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  raise(sig);
+  real_raise(sig);
   _exit(128 + sig);
 }
 
 }  // namespace nb::shim
+
+// kill and raise, hooked for one case: a program ending itself with SIGINT,
+// SIGTERM or SIGHUP at the default action. Python does exactly that after an
+// uncaught KeyboardInterrupt (Py_FinalizeEx, then SIGINT back to SIG_DFL and
+// kill(getpid(), SIGINT), so the shell sees "killed by SIGINT"), as do C
+// programs that re-raise from their own handler. Every other call goes
+// straight to libc's.
+extern "C" __attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
+  if (pid == getpid()) nb::shim::before_self_signal(sig);
+  return nb::shim::real_kill(pid, sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int raise(int sig) {
+  nb::shim::before_self_signal(sig);
+  return nb::shim::real_raise(sig);
+}

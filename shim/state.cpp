@@ -352,6 +352,12 @@ void register_exit_handler() {
   g_exit_handler_registered.store(true, std::memory_order_release);
 }
 
+bool outputs_to_write() {
+  const int s = g_state.load(std::memory_order_acquire);
+  return g_collector != nullptr &&
+         (s == static_cast<int>(State::Running) || s == static_cast<int>(State::Dormant));
+}
+
 bool finish(bool wait_for_other) {
   int expected = static_cast<int>(State::Running);
   bool mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));

@@ -36,6 +36,11 @@ bool ensure_started();   // idempotent; Ready → Running (collector thread, ate
 // 10 s) when `wait_for_other`.
 bool finish(bool wait_for_other = true);
 
+// Whether a collector runs that would write files at exit (Running, or
+// Dormant between windows): shim/exit_signals.cpp asks before a program
+// kills itself.
+bool outputs_to_write();
+
 extern std::atomic<bool> g_exit_handler_registered;
 void register_exit_handler();  // once, after the first recorded call returned
 

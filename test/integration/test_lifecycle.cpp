@@ -210,6 +210,30 @@ TEST_CASE("a program's own signal handler, or an ignored signal, stays the progr
   CHECK(!r.trace.is_null());
 }
 
+TEST_CASE("a one-shot handler that re-raises its signal at the default action: the files are written, then it dies of it",
+          "[integration][lifecycle][signals]") {
+  for (const char* how : {"raise", "kill"}) {
+    DYNAMIC_SECTION(how) {
+      nbtest::TempDir dir;
+      const auto r = nbtest::run_recorded(dir, "signals", {"reraise", how}, {{"NB_PRINT_TABLE", "0"}});
+      INFO(r.run.err);
+      CHECK(r.run.exit_code == -1);
+      CHECK(r.run.signal == SIGTERM);
+      REQUIRE(!r.trace.is_null());
+      REQUIRE(!r.snapshot.is_null());
+      CHECK(r.snapshot["segments"].size() == 1);
+    }
+  }
+}
+
+TEST_CASE("a signal a program sends itself to wake its sigwait thread stays the program's", "[integration][lifecycle][signals]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "signals", {"sigwait"}, {{"NB_PRINT_TABLE", "0"}});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 0);  // the waiting thread got it; nobody died of it
+  CHECK(!r.trace.is_null());    // the files came at exit
+}
+
 TEST_CASE("a forked child (no exec) dies of SIGTERM as without nb", "[integration][lifecycle][signals]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "signals", {"fork"}, {{"NB_PRINT_TABLE", "0"}});

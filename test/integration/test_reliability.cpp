@@ -2,6 +2,7 @@
 // twice, outputs in places that cannot hold them, planted symlinks, umask.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "outputs.h"
 #include "test_support.h"
 
 namespace {
@@ -103,4 +105,82 @@ TEST_CASE("fork + exec (posix_spawn): the child inherits the preload and writes 
   }
   std::sort(counts.begin(), counts.end());
   CHECK(counts == std::vector<int>{2, 3});
+}
+
+namespace {
+// Runs test/programs/py_exit.py MODE under the shim on the fake runtime.
+nbtest::Recorded run_python_exit(const nbtest::TempDir& dir, const std::string& mode) {
+  nbtest::Recorded r;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_PRINT_TABLE"] = "0";
+  r.run = nbtest::run({NB_PYTHON3, std::string(NB_SOURCE_DIR) + "/test/programs/py_exit.py", mode}, env, dir.path());
+  if (nbtest::file_exists(dir.file("out.memory.pickle"))) r.snapshot = nbtest::nbread("snapshot", dir.file("out.memory.pickle"));
+  if (nbtest::file_exists(dir.file("out.trace.json"))) r.trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("Python's ways to end: return, sys.exit, uncaught KeyboardInterrupt, SIGINT, SIGTERM: files written, status kept",
+          "[integration][reliability][python][signals]") {
+  struct Case {
+    const char* mode;
+    int exit_code;  // -1: died of `signal`
+    int signal;
+  };
+  for (const Case c : {Case{"return", 0, 0}, Case{"sys_exit", 3, 0}, Case{"interrupt", -1, SIGINT},
+                       Case{"sigint", -1, SIGINT}, Case{"sigterm", -1, SIGTERM}}) {
+    DYNAMIC_SECTION(c.mode) {
+      nbtest::TempDir dir;
+      const auto r = run_python_exit(dir, c.mode);
+      INFO(r.run.err);
+      CHECK(r.run.exit_code == c.exit_code);
+      CHECK(r.run.signal == c.signal);
+      REQUIRE(!r.trace.is_null());
+      REQUIRE(!r.snapshot.is_null());
+      bool malloc_seen = false;
+      for (const auto& e : nbtest::host_calls(r.trace)) malloc_seen |= e["name"] == "cudaMalloc";
+      CHECK(malloc_seen);
+      REQUIRE(r.snapshot["segments"].size() == 1);  // the 3 MiB still live
+      CHECK(r.snapshot["segments"][0]["total_size"] == (3 << 20));
+    }
+  }
+}
+
+TEST_CASE("_exit, abort, SIGKILL: nothing more is written, what was written stays loadable, the status is the program's",
+          "[integration][reliability][signals]") {
+  struct Case {
+    const char* how;
+    int exit_code;  // -1: died of `signal`
+    int signal;
+  };
+  for (const Case c : {Case{"_exit", 5, 0}, Case{"abort", -1, SIGABRT}, Case{"kill", -1, SIGKILL}}) {
+    DYNAMIC_SECTION(c.how) {
+      nbtest::TempDir dir;
+      // Two windows of 4 steps; the program ends abruptly in the second,
+      // once the first is written.
+      auto env = nbtest::shim_env(dir.file("out"));
+      env["NB_PRINT_TABLE"] = "0";
+      env["NB_STEP"] = "kernel:lm_head";
+      env["NB_ACTIVE"] = "4";
+      env["NB_REPEAT"] = "2";
+      const auto r = nbtest::run({nbtest::program("steps"), "6", "sleep_us=2000",
+                                  "wait_for=" + dir.file("out.w1.table.txt"), std::string("end=") + c.how},
+                                 env, dir.path());
+      INFO(r.err);
+      CHECK(r.exit_code == c.exit_code);
+      CHECK(r.signal == c.signal);
+      // Window 1 complete and loadable (the table is written last).
+      const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json"));
+      const auto snapshot = nbtest::nbread("snapshot", dir.file("out.w1.memory.pickle"));
+      CHECK(!trace.is_null());
+      CHECK(!snapshot.is_null());
+      // Nothing of window 2, not even half a file: outputs appear only
+      // complete (written as .partial, then renamed).
+      for (const auto& f : nbtest::list_dir(dir.path())) {
+        INFO(f);
+        CHECK(f.find(".w2.") == std::string::npos);
+        CHECK(f.find(".partial") == std::string::npos);
+      }
+    }
+  }
 }

@@ -1,6 +1,11 @@
 // Terminating signals after some CUDA work, for the lifecycle tests:
 //   signals default SIG   the program leaves SIG (INT, TERM, HUP) at its default, then gets it
 //   signals handler       its own SIGTERM handler (set before any CUDA call) exits with 7
+//   signals reraise HOW  its own one-shot SIGTERM handler (SA_RESETHAND | SA_NODEFER: the
+//                         default is back when it runs) cleans up and ends the process
+//                         with the signal again (HOW: raise or kill)
+//   signals sigwait      SIGTERM blocked everywhere, a thread waits for it with sigwait;
+//                         main wakes that thread with kill(getpid(), SIGTERM): exits 0
 //   signals ignore        SIGHUP ignored (as under nohup): the program carries on, exits 0
 //   signals fork          a forked child (no exec) gets SIGTERM from its parent: exits 0 if it
 //                         died of it, 4 if not
@@ -12,10 +17,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 volatile sig_atomic_t g_got = 0;
 void own_handler(int) { g_got = 1; }
+bool g_reraise_with_kill = false;
+void reraising_handler(int sig) {
+  if (g_reraise_with_kill) kill(getpid(), sig);
+  else raise(sig);
+}
 
 void some_cuda_work() {
   void* p = nullptr;
@@ -32,6 +43,28 @@ int main(int argc, char** argv) {
   int sig = SIGTERM;
   if (mode == "default" && argc > 2) sig = !std::strcmp(argv[2], "INT") ? SIGINT : !std::strcmp(argv[2], "HUP") ? SIGHUP : SIGTERM;
   if (mode == "handler") signal(SIGTERM, own_handler);
+  if (mode == "reraise") {
+    g_reraise_with_kill = argc > 2 && !std::strcmp(argv[2], "kill");
+    struct sigaction sa {};
+    sa.sa_handler = reraising_handler;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+  if (mode == "sigwait") {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, nullptr);  // before any thread, so every thread blocks it
+    some_cuda_work();
+    std::thread waiter([term] {
+      int got = 0;
+      sigwait(&term, &got);
+      g_got = got;
+    });
+    kill(getpid(), SIGTERM);
+    waiter.join();
+    return g_got == SIGTERM ? 0 : 5;
+  }
   if (mode == "ignore") {
     signal(SIGHUP, SIG_IGN);
     sig = SIGHUP;

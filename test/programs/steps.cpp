@@ -10,7 +10,12 @@
 //                  second launch (a signal that comes while a step runs)
 //     profiler=A:B cudaProfilerStart before step A, cudaProfilerStop after step B
 //     sleep_us=U   pause between steps
+//     wait_for=F   after the last step, wait (at most 20 s) until file F has
+//                  content (nb claims each name with an empty file first)
+//     end=HOW      then end with _exit(5), abort() or SIGKILL (HOW: _exit, abort,
+//                  kill) instead of returning from main
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +36,7 @@ int main(int argc, char** argv) {
   std::set<int> raise_at, raise_mid;
   int prof_a = -1, prof_b = -1;
   long sleep_us = 0;
+  std::string wait_for, end;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("raise=", 0) == 0) {
@@ -39,6 +45,10 @@ int main(int argc, char** argv) {
       for (char* p = std::strtok(&a[10], ","); p; p = std::strtok(nullptr, ",")) raise_mid.insert(std::atoi(p));
     } else if (a.rfind("profiler=", 0) == 0) {
       std::sscanf(a.c_str() + 9, "%d:%d", &prof_a, &prof_b);
+    } else if (a.rfind("wait_for=", 0) == 0) {
+      wait_for = a.substr(9);
+    } else if (a.rfind("end=", 0) == 0) {
+      end = a.substr(4);
     } else if (a.rfind("sleep_us=", 0) == 0) {
       sleep_us = std::atol(a.c_str() + 9);
     }
@@ -72,6 +82,13 @@ int main(int argc, char** argv) {
     if (i == prof_b) CHECK_CU(cudaProfilerStop());
     if (sleep_us) usleep(static_cast<useconds_t>(sleep_us));
   }
+  struct stat st {};
+  for (int i = 0; !wait_for.empty() && (stat(wait_for.c_str(), &st) != 0 || st.st_size == 0) && i < 2000; ++i) {
+    usleep(10000);
+  }
+  if (end == "_exit") _exit(5);
+  if (end == "abort") abort();
+  if (end == "kill") kill(getpid(), SIGKILL);
   CHECK_CU(cuMemFree_v2(logits));
   return 0;
 }
