@@ -13,22 +13,32 @@ namespace nb::shim {
 
 namespace {
 
+// A driver function the shim calls itself, looked up once per copy of the
+// driver (driver_generation: the program may unload libcuda and load it
+// again elsewhere).
+struct DriverSlot {
+  std::atomic<void*> fn{nullptr};
+  std::atomic<uint32_t> generation{0};
+};
+
 template <typename Fn>
-Fn driver_fn(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (p == nullptr) {
+Fn driver_fn(DriverSlot& slot, const char* name) {
+  const uint32_t gen = driver_generation();
+  void* p = slot.fn.load(std::memory_order_acquire);
+  if (p == nullptr || slot.generation.load(std::memory_order_relaxed) != gen) {
     p = driver_symbol(name);
-    slot.store(p, std::memory_order_release);
+    slot.fn.store(p, std::memory_order_release);
+    slot.generation.store(gen, std::memory_order_relaxed);
   }
   return reinterpret_cast<Fn>(p);
 }
 
-std::atomic<void*> g_cuCtxGetDevice{nullptr};
-std::atomic<void*> g_cuMemGetInfo{nullptr};
-std::atomic<void*> g_cuDeviceGetMemPool{nullptr};
-std::atomic<void*> g_cuMemPoolGetAttribute{nullptr};
-std::atomic<void*> g_cuFuncGetName{nullptr};
-std::atomic<void*> g_cuKernelGetName{nullptr};
+DriverSlot g_cuCtxGetDevice;
+DriverSlot g_cuMemGetInfo;
+DriverSlot g_cuDeviceGetMemPool;
+DriverSlot g_cuMemPoolGetAttribute;
+DriverSlot g_cuFuncGetName;
+DriverSlot g_cuKernelGetName;
 
 // ---- kernel names ----
 // A per-thread direct-mapped cache in front of a process-wide map. The

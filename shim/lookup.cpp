@@ -30,21 +30,34 @@ extern "C" NB_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, vo
 namespace nb::shim {
 namespace {
 
-// Real cuGetProcAddress (v1 ABI, CUDA 11.3) and cuGetProcAddress_v2 (12.0).
+// Real cuGetProcAddress (v1 ABI, CUDA 11.3) and cuGetProcAddress_v2 (12.0),
+// and the copy of the driver they are from (driver_generation).
 std::atomic<void*> g_real_gpa_v1{nullptr};
 std::atomic<void*> g_real_gpa_v2{nullptr};
+std::atomic<uint32_t> g_gpa_generation{0};
+
+// Forgets both when the driver was loaded again since they were found.
+void check_gpa_generation() {
+  const uint32_t gen = driver_generation();
+  uint32_t seen = g_gpa_generation.load(std::memory_order_acquire);
+  if (seen == gen || !g_gpa_generation.compare_exchange_strong(seen, gen)) return;
+  g_real_gpa_v1.store(nullptr, std::memory_order_release);
+  g_real_gpa_v2.store(nullptr, std::memory_order_release);
+}
 
 void* own_gpa_v1() { return reinterpret_cast<void*>(&::cuGetProcAddress); }
 void* own_gpa_v2() { return reinterpret_cast<void*>(&::cuGetProcAddress_v2); }
 
 void remember(std::atomic<void*>& slot, void* real, void* own) {
   if (real == nullptr || real == own) return;
+  note_driver_function(real);
+  check_gpa_generation();
   void* expected = nullptr;
   slot.compare_exchange_strong(expected, real);
-  note_driver_function(real);
 }
 
 void* real_gpa(std::atomic<void*>& slot, const char* symbol, void* own) {
+  check_gpa_generation();
   void* p = slot.load(std::memory_order_acquire);
   if (p != nullptr) return p;
   p = real_dlsym(RTLD_NEXT, symbol);

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <mutex>
 #include <string>
@@ -271,9 +272,19 @@ void anchor() {}
 
 }  // namespace
 
+namespace {
+char* g_other_tool = nullptr;  // strdup'ed: read once logging is set up
+}  // namespace
+
+const char* other_nvtx_tool() { return g_other_tool; }
+
 void offer_nvtx_injection() {
   static const char kVar[] = "NVTX_INJECTION64_PATH";
-  if (std::getenv(kVar) != nullptr) return;
+  if (const char* set = std::getenv(kVar)) {
+    // A parent under nb passes its own path down: that is us.
+    if (std::strstr(set, "libnb_shim") == nullptr) g_other_tool = strdup(set);
+    return;
+  }
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&anchor), &info) == 0 || info.dli_fname == nullptr) return;
   // Absolute: LD_PRELOAD may have named us relative to a directory the

@@ -14,4 +14,8 @@ namespace nb::shim {
 // first call before this (in an earlier library constructor) stay no-ops.
 void offer_nvtx_injection();
 
+// The library NVTX_INJECTION64_PATH named when the shim loaded, if it is
+// another tool's (not a libnb_shim of a parent process); null otherwise.
+const char* other_nvtx_tool();
+
 }  // namespace nb::shim

@@ -4,6 +4,7 @@
 #include <link.h>  // dl_iterate_phdr
 
 #include <cstring>
+#include <mutex>
 #include <string>
 
 extern "C" {
@@ -30,15 +31,25 @@ std::atomic<void*> g_real[kApiCount];
 const char* const kRuntimeSoname = "libcudart.so.13";
 
 namespace {
-std::atomic<void*> g_driver_handle{nullptr};
+// The driver the shim forwards to, known by the base address its functions
+// come from. A program may dlclose libcuda and dlopen it again; it then
+// loads elsewhere, and every pointer into the old copy points at nothing.
+// No handle is kept for the same reason: each look-up asks the loader.
+std::mutex* g_driver_mu = new std::mutex;
+std::string* g_driver_path = new std::string;  // guarded by g_driver_mu
+std::atomic<uintptr_t> g_driver_base{0};
+std::atomic<uint32_t> g_driver_generation{0};
 
-// A dlopen handle for the object that defines `fn`. (A link_map from dladdr1
-// is not one: objects loaded at start-up have no search list until dlopen'ed.)
-void* handle_of(void* fn) {
-  Dl_info info;
-  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return nullptr;
-  void* h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-  // Dropping our reference keeps the library's count as its owner left it.
+// A handle for the driver as loaded now, or null when it is not loaded.
+// (dlopen with RTLD_NOLOAD, then dlclose: the program's reference keeps it.)
+void* driver_handle() {
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(*g_driver_mu);
+    path = *g_driver_path;
+  }
+  void* h = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+  if (h == nullptr) h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
   if (h != nullptr) dlclose(h);
   return h;
 }
@@ -73,26 +84,41 @@ void* real_dlsym(void* handle, const char* name) {
 }
 
 void note_driver_function(void* fn) {
-  if (g_driver_handle.load(std::memory_order_relaxed) != nullptr) return;
-  if (void* h = handle_of(fn)) g_driver_handle.store(h, std::memory_order_release);
+  Dl_info info;
+  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr || info.dli_fbase == nullptr) return;
+  const char* base_name = std::strrchr(info.dli_fname, '/');
+  base_name = base_name ? base_name + 1 : info.dli_fname;
+  // Another interposer's function (a tool preloaded after nb) is not the driver.
+  if (std::strncmp(base_name, "libcuda", 7) != 0) return;
+  const auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+  if (g_driver_base.load(std::memory_order_acquire) == base) return;
+  std::lock_guard<std::mutex> lock(*g_driver_mu);
+  const uintptr_t old = g_driver_base.load(std::memory_order_relaxed);
+  if (old == base) return;
+  *g_driver_path = info.dli_fname;
+  g_driver_base.store(base, std::memory_order_release);
+  if (old == 0) return;
+  // The driver was unloaded and loaded again elsewhere: forget every
+  // pointer into the old copy; each is looked up again on its next use.
+  for (uint16_t id = 0; id < kApiCount; ++id) {
+    if (!api_info(id).runtime) g_real[id].store(nullptr, std::memory_order_release);
+  }
+  g_driver_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
+uint32_t driver_generation() { return g_driver_generation.load(std::memory_order_acquire); }
+
 void* driver_symbol(const char* name) {
-  void* h = g_driver_handle.load(std::memory_order_acquire);
-  if (h == nullptr) {
-    h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (h == nullptr) return nullptr;
-    dlclose(h);
-    g_driver_handle.store(h, std::memory_order_release);
-  }
-  return real_dlsym(h, name);
+  void* h = driver_handle();
+  return h ? real_dlsym(h, name) : nullptr;
 }
 
 void store_real(uint16_t id, void* p) {
   if (p == nullptr || id >= kApiCount || p == g_wrapper[id]) return;
+  // First: a driver loaded anew clears the slots that point into the old one.
+  if (!api_info(id).runtime) note_driver_function(p);
   void* expected = nullptr;
   g_real[id].compare_exchange_strong(expected, p, std::memory_order_acq_rel);
-  if (!api_info(id).runtime) note_driver_function(p);
 }
 
 void* resolve_real(uint16_t id) {
@@ -107,11 +133,7 @@ void* resolve_real(uint16_t id) {
     if (info.runtime) {
       h = runtime_handle();
     } else {
-      h = g_driver_handle.load(std::memory_order_acquire);
-      if (h == nullptr) {
-        h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-        if (h != nullptr) dlclose(h);
-      }
+      h = driver_handle();
     }
     p = h ? real_dlsym(h, info.symbol) : nullptr;
   }

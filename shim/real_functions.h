@@ -33,9 +33,13 @@ void store_real(uint16_t id, void* p);
 
 void* real_dlsym(void* handle, const char* name);
 
-// libcuda's handle, learnt from any real driver function we are handed; used
+// Learns where libcuda is from any real driver function we are handed; used
 // to find the driver functions the shim calls itself (cuCtxGetDevice, ...).
+// A driver found at a new base (the program dlclosed libcuda and loaded it
+// again) clears the hook slots and bumps driver_generation(), so pointers
+// cached elsewhere are looked up again.
 void note_driver_function(void* fn);
-void* driver_symbol(const char* name);
+uint32_t driver_generation();
+void* driver_symbol(const char* name);  // null when libcuda is not loaded
 
 }  // namespace nb::shim

@@ -194,6 +194,11 @@ void init_state() {
   log::init(o.log);
   for (const std::string& p : problems) log::warn(p);
   if (g_torch_allocs_note != nullptr) log::warn(*g_torch_allocs_note);
+  if (const char* other = other_nvtx_tool()) {
+    // NVTX loads one tool per process: the one named first keeps it.
+    log::warn(std::string("NVTX ranges not seen: NVTX_INJECTION64_PATH names another tool (") + other + ")" +
+              (o.step.rfind("nvtx:", 0) == 0 ? "; NB_STEP=" + o.step + " ends no step" : ""));
+  }
   for (const std::string& line : describe_options(o)) log::debug(line);
 
   g_options = new Options(o);

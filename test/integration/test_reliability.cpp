@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,101 @@ TEST_CASE("_exit, abort, SIGKILL: nothing more is written, what was written stay
         INFO(f);
         CHECK(f.find(".w2.") == std::string::npos);
         CHECK(f.find(".partial") == std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("nb creates and changes files only under its output prefix", "[integration][reliability][hygiene]") {
+  nbtest::TempDir dir;
+  // Windows, stacks, the table on stderr: every kind of output at once. A
+  // witness preloaded beside the shim logs each path a file is created,
+  // renamed, linked, unlinked or truncated by (test/programs/write_watch.c).
+  const std::string prefix = dir.file("sub/deeper/run");
+  auto env = nbtest::shim_env(prefix);
+  env["LD_PRELOAD"] += ":" + nbtest::program("libwrite_watch.so");
+  env["WRITE_WATCH_LOG"] = dir.file("writes.log");
+  env["NB_STEP"] = "kernel:lm_head";
+  env["NB_ACTIVE"] = "3";
+  env["NB_REPEAT"] = "2";
+  env["NB_STACKS"] = "all";
+  const auto r = nbtest::run({nbtest::program("steps"), "12"}, env, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string log = nbtest::read_file(dir.file("writes.log"));
+  INFO(log);
+  std::istringstream lines(log);
+  std::string what, path;
+  int under_prefix = 0;
+  while (lines >> what >> path) {
+    INFO(what << " " << path);
+    if (path.rfind(prefix + ".", 0) == 0) {
+      ++under_prefix;
+      continue;
+    }
+    // Otherwise only the directories that lead to it (made when missing;
+    // each one is tried, most exist).
+    CHECK(what.rfind("mkdir", 0) == 0);
+    CHECK(prefix.rfind(path + "/", 0) == 0);
+  }
+  CHECK(under_prefix >= 6);  // the witness saw nb's outputs (two windows, three files each)
+  CHECK(nbtest::file_exists(prefix + ".w2.trace.json"));
+}
+
+TEST_CASE("a full disk while writing: one line for the file that did not fit, no torso left, the program unaffected",
+          "[integration][reliability][hostile]") {
+  nbtest::TempDir dir;
+  // A file size limit of 8 KiB (SIGXFSZ ignored, so write() fails with
+  // EFBIG as it fails with ENOSPC on a full disk): the trace does not fit,
+  // the snapshot and the table do.
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_PRINT_TABLE"] = "0";
+  const auto r = nbtest::run({"/bin/bash", "-c", "trap '' XFSZ; ulimit -f 8; exec " + nbtest::program("steps") + " 32"}, env,
+                             dir.path());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("nb: could not write all of " + dir.file("out.trace.json.partial")) != std::string::npos);
+  size_t problems = 0;
+  for (size_t at = r.err.find("could not"); at != std::string::npos; at = r.err.find("could not", at + 1)) ++problems;
+  CHECK(problems == 1);
+  // Neither the empty claim nor the cut-off content stays behind.
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.partial")));
+  CHECK(!nbtest::nbread("snapshot", dir.file("out.memory.pickle")).is_null());
+  CHECK(nbtest::file_exists(dir.file("out.table.txt")));
+}
+
+TEST_CASE("dlopen / dlclose cycles of libcuda, and of a library with its own runtime: each round recorded, no stale pointer",
+          "[integration][reliability][lifecycle]") {
+  // test/programs/reload.cpp: three rounds; after each dlclose the range
+  // libcuda had is taken, so it loads elsewhere next time. Without CUPTI
+  // nothing else holds libcuda, and it is really unloaded; with CUPTI
+  // (NB_DEVICE=1) CUPTI keeps it loaded.
+  for (const char* mode : {"driver", "lib"}) {
+    for (const char* device : {"0", "1"}) {
+      DYNAMIC_SECTION(mode << " NB_DEVICE=" << device) {
+        nbtest::TempDir dir;
+        auto env = nbtest::shim_env(dir.file("out"));
+        env["LD_LIBRARY_PATH"] += ":" + nbtest::program("");
+        env["NB_DEVICE"] = device;
+        env["NB_PRINT_TABLE"] = "0";
+        const auto r = nbtest::run({nbtest::program("reload"), mode, "3"}, env, dir.path());
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        if (std::string(device) == "0") {
+          // The case that matters: the driver really went away and came back elsewhere.
+          CHECK(r.out.find("round 2 unloaded 1 moved 1") != std::string::npos);
+        }
+        const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+        int allocs = 0, sets = 0;
+        for (const auto& e : nbtest::host_calls(trace)) {
+          const std::string name = e["name"];
+          allocs += name.rfind("cuMemAlloc", 0) == 0;
+          sets += name.rfind("cuMemsetD8", 0) == 0;
+        }
+        CHECK(allocs == 3);
+        CHECK(sets == 3);
+        CHECK(!nbtest::nbread("snapshot", dir.file("out.memory.pickle")).is_null());
       }
     }
   }

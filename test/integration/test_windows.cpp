@@ -246,3 +246,18 @@ TEST_CASE("windows: nvtx marker on a loop that marks each step with an NVTX rang
   CHECK(gpu["step"] == 8);
   CHECK(gpu["inner"] == 8);
 }
+
+TEST_CASE("nvtx: another tool named in NVTX_INJECTION64_PATH keeps NVTX; nb says it sees no ranges", "[integration][windows][nvtx]") {
+  nbtest::TempDir dir;
+  const std::string other = dir.file("libother_nvtx_tool.so");  // absent: NVTX then has no tool at all
+  const Run r = run_steps(dir, {"8"}, {{"NB_STEP", "nvtx:step"}, {"NVTX_INJECTION64_PATH", other}}, "nvtx_steps");
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  // NVTX went to the library named, not to nb: it found none, so every
+  // push answers -2 (no tool), as without nb.
+  CHECK(r.run.out.find("push -2") != std::string::npos);
+  CHECK(r.run.out.find("push 0") == std::string::npos);
+  // One line says what nb gave up.
+  CHECK(r.run.err.find("NVTX ranges not seen: NVTX_INJECTION64_PATH names another tool (" + other + "); NB_STEP=nvtx:step ends no step") !=
+        std::string::npos);
+}
