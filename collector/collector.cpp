@@ -268,6 +268,11 @@ OutputContext Collector::current_context() {
       ctx.notes.push_back("CUPTI buffer requests refused (NB_CUPTI_BUFFERS_MB reached): " +
                           std::to_string(c.refused_buffers));
     }
+    if (tracer_->handed_over()) {
+      ctx.device_handed_over = true;
+      ctx.notes.push_back("Device time stops where the program started its own CUPTI client (torch.profiler?): "
+                          "nb handed CUPTI over to it");
+    }
   }
   if (hooks_.devices) ctx.devices = hooks_.devices();
 

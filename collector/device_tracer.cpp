@@ -113,7 +113,7 @@ bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
 }
 
 void DeviceTracer::stop() {
-  if (api_.cuptiActivityDisable == nullptr) return;
+  if (api_.cuptiActivityDisable == nullptr || handed_over()) return;
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                                CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
@@ -129,7 +129,7 @@ const CUpti_ActivityKind kWorkKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 
 
 void DeviceTracer::pause() {
   std::lock_guard<std::mutex> lock(pause_mu_);
-  if (!running_ || paused_ || api_.cuptiActivityDisable == nullptr) return;
+  if (!running_ || paused_ || handed_over() || api_.cuptiActivityDisable == nullptr) return;
   for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityDisable(k);
   if (external_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   paused_ = true;
@@ -137,15 +137,27 @@ void DeviceTracer::pause() {
 
 void DeviceTracer::resume() {
   std::lock_guard<std::mutex> lock(pause_mu_);
-  if (!running_ || !paused_) return;
+  if (!running_ || !paused_ || handed_over()) return;
   for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityEnable(k);
   if (external_) api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   paused_ = false;
 }
 
 void DeviceTracer::flush(bool forced) {
-  if (api_.cuptiActivityFlushAll == nullptr) return;
+  if (api_.cuptiActivityFlushAll == nullptr || handed_over()) return;
   api_.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+void DeviceTracer::hand_over() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (handed_over() || api_.cuptiActivityFlushAll == nullptr) return;
+  if (running_) {
+    api_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityDisable(k);
+    if (external_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  }
+  running_ = false;
+  handed_over_.store(true, std::memory_order_release);
 }
 
 void DeviceTracer::take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external) {

@@ -4,6 +4,7 @@
 //
 // One instance per process (CUPTI's callbacks are plain functions).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -52,6 +53,12 @@ class DeviceTracer {
   // it back on. No-ops unless running.
   void pause();
   void resume();
+  // Another CUPTI client in the program takes CUPTI over: what CUPTI holds
+  // of ours is delivered (forced flush: work still running comes without
+  // timestamps, counted as incomplete), our kinds are turned off, and from
+  // then on flush, pause, resume and stop leave CUPTI alone.
+  void hand_over();
+  bool handed_over() const { return handed_over_.load(std::memory_order_acquire); }
 
   DeviceTracerCounts counts() const;
 
@@ -70,6 +77,7 @@ class DeviceTracer {
   CuptiApi api_;
   bool running_ = false;
   bool paused_ = false;
+  std::atomic<bool> handed_over_{false};
   std::mutex pause_mu_;  // pause() on the collector vs resume() on an arming thread
   bool external_ = false;
   size_t max_buffers_ = 0;

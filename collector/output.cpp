@@ -441,6 +441,16 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
     t.events.push_back(std::move(e));
   });
   js.overlaps_clipped = clip_partial_overlaps(t.events, 0);
+  if (ctx.device_traced && ctx.join_mode != "none") {
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const Record& r = recs[i];
+      const bool work = r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
+                        (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
+      if (!work || r.result != 0) continue;
+      ++js.work_calls;
+      if (host_corr[i] == 0) ++js.work_without_device;
+    }
+  }
 
   // Memory curves, under each GPU's timeline: the sawtooth of a training
   // step, a leak's rising floor, the gap of what pools keep.
@@ -547,6 +557,17 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
   return out;
 }
 
+namespace {
+constexpr const char* kOtherClientNote =
+    "another CUPTI client, such as torch.profiler, took the activity buffers: device time is incomplete";
+
+// Half or more of the calls that make device work got no record: not a few
+// lost, but CUPTI delivering to someone else.
+bool another_cupti_client(const JoinStats& js) {
+  return js.work_calls >= 8 && js.work_without_device * 2 >= js.work_calls;
+}
+}  // namespace
+
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js) {
   formats::TableFooter f;
   f.records = s.consumed();
@@ -558,6 +579,11 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
                       std::to_string(js.device_records) + " in the timeline");
   } else {
     f.notes.push_back("No device time: " + (ctx.device_note.empty() ? std::string("CUPTI not used") : ctx.device_note));
+  }
+  if (js.work_without_device != 0) {
+    f.notes.push_back("Calls that make device work with no device record: " + std::to_string(js.work_without_device) +
+                      " of " + std::to_string(js.work_calls) +
+                      (another_cupti_client(js) ? " (" + std::string(kOtherClientNote) + ")" : std::string()));
   }
   if (ctx.record_cost_ns > 0) {
     char buf[200];
@@ -619,6 +645,10 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
   opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
   const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
+  if (another_cupti_client(js) && !ctx.device_handed_over) {
+    res.problems.push_back(std::to_string(js.work_without_device) + " of " + std::to_string(js.work_calls) +
+                           " calls that make device work have no device record: " + kOtherClientNote);
+  }
   const std::string full = formats::format_ranking_table(rows, opt, footer);
   write_file(ctx.prefix + ".table.txt", ctx, res, [&](std::ostream& os) { os << full; });
   opt.max_rows = ctx.table_rows;

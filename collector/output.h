@@ -28,6 +28,7 @@ struct OutputContext {
   // Device time: CUPTI running, how device records are joined to host calls
   // ("callback", "external", "none"), or why there is no device time.
   bool device_traced = false;
+  bool device_handed_over = false;  // the program's own CUPTI client took CUPTI (said when it happened)
   std::string join_mode = "none";
   std::string device_note;
   uint64_t device_dropped = 0;             // CUPTI's dropped records + refused buffers
@@ -55,6 +56,12 @@ struct JoinStats {
   uint64_t device_records = 0;
   uint64_t joined = 0;        // device records whose host call is in the trace
   uint64_t overlaps_clipped = 0;
+  // Successful calls that make device work (launches, copies other than
+  // host to host, sets), and those of them no device record was joined to:
+  // CUPTI's records went elsewhere (another client took the buffers) or
+  // were lost.
+  uint64_t work_calls = 0;
+  uint64_t work_without_device = 0;
 };
 
 formats::TraceData build_trace(const Session& s, const OutputContext& ctx, struct JoinStats* stats = nullptr);

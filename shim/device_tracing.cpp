@@ -3,9 +3,14 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include <dlfcn.h>
+
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
+
+#include "collector/log.h"
 
 #include "shim/api.h"
 #include "shim/real_functions.h"
@@ -13,12 +18,15 @@
 
 namespace nb::shim {
 
-JoinMode g_join_mode = JoinMode::None;
+std::atomic<JoinMode> g_join_mode{JoinMode::None};
 
 namespace {
 
 const CuptiApi* g_api = nullptr;
+DeviceTracer* g_tracer = nullptr;
 CUpti_SubscriberHandle g_subscriber = nullptr;
+std::mutex g_handover_mu;
+bool g_handed_over = false;  // guarded by g_handover_mu
 std::vector<CuptiCallback>* g_callbacks = nullptr;  // enabled for the join (callback mode)
 
 void enable_callbacks(uint32_t on) {
@@ -98,8 +106,33 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
       else api.cuptiActivityEnableRuntimeApi(c.cbid, 1);
     }
   }
-  g_join_mode = mode;
+  g_tracer = &tracer;
+  g_join_mode.store(mode, std::memory_order_release);
   return true;
+}
+
+void hand_cupti_over(const char* call) {
+  std::lock_guard<std::mutex> lock(g_handover_mu);
+  if (g_handed_over || g_tracer == nullptr || g_api == nullptr) return;
+  g_handed_over = true;
+  // Our hooks stop pushing correlation ids (Kineto pushes its own), our
+  // callbacks and our activity kinds go, and what CUPTI holds of ours is
+  // handed to us before the program's callbacks replace ours.
+  g_join_mode.store(JoinMode::None, std::memory_order_release);
+  g_tracer->hand_over();
+  if (g_subscriber != nullptr) {
+    enable_callbacks(0);
+    g_api->cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+  }
+  log::warn(std::string("the program started its own CUPTI client (") + call +
+            ", as torch.profiler does): nb leaves CUPTI to it and records no more device time; host calls and "
+            "memory go on");
+}
+
+bool cupti_handed_over() {
+  std::lock_guard<std::mutex> lock(g_handover_mu);
+  return g_handed_over;
 }
 
 void pause_device_callbacks() { enable_callbacks(0); }
@@ -215,3 +248,47 @@ std::vector<formats::DeviceProperties> query_devices() {
 }
 
 }  // namespace nb::shim
+
+// CUPTI's entry points that a profiler inside the program calls when it
+// starts (Kineto, for torch.profiler, subscribes and registers its buffer
+// callbacks). CUPTI takes one subscriber and one set of buffer callbacks per
+// process: nb hands CUPTI over first, then the call goes to CUPTI as if nb
+// were not there. nb's own CUPTI calls go through its function table, not
+// through these.
+namespace {
+template <typename Fn>
+Fn real_cupti(const char* name) {
+  void* p = dlvsym(RTLD_NEXT, name, "libcupti.so.13");
+  if (p == nullptr) p = nb::shim::real_dlsym(RTLD_NEXT, name);
+  if (p == nullptr) {
+    // Loaded RTLD_LOCAL (a Python extension's dependency): by its soname.
+    if (void* h = dlopen("libcupti.so.13", RTLD_NOLOAD | RTLD_LAZY)) {
+      p = nb::shim::real_dlsym(h, name);
+      dlclose(h);
+    }
+  }
+  return reinterpret_cast<Fn>(p);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
+                                                                            CUpti_CallbackFunc callback,
+                                                                            void* userdata) {
+  try {
+    nb::shim::hand_cupti_over("cuptiSubscribe");
+  } catch (...) {
+  }
+  auto real = real_cupti<CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*)>("cuptiSubscribe");
+  return real ? real(subscriber, callback, userdata) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+extern "C" __attribute__((visibility("default"))) CUptiResult cuptiActivityRegisterCallbacks(
+    CUpti_BuffersCallbackRequestFunc requested, CUpti_BuffersCallbackCompleteFunc completed) {
+  try {
+    nb::shim::hand_cupti_over("cuptiActivityRegisterCallbacks");
+  } catch (...) {
+  }
+  auto real = real_cupti<CUptiResult (*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc)>(
+      "cuptiActivityRegisterCallbacks");
+  return real ? real(requested, completed) : CUPTI_ERROR_NOT_INITIALIZED;
+}

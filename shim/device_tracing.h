@@ -32,4 +32,12 @@ void pause_device_callbacks();
 void resume_device_callbacks();
 std::vector<formats::DeviceProperties> query_devices();
 
+// The program's own CUPTI client is starting (its cuptiSubscribe or
+// cuptiActivityRegisterCallbacks, hooked): nb hands over what CUPTI holds of
+// its records, turns its activity and callbacks off, unsubscribes, says so
+// once, and leaves CUPTI alone from then on (nb's tracer refuses further
+// CUPTI calls). `call` names the call, for the log line.
+void hand_cupti_over(const char* call);
+bool cupti_handed_over();
+
 }  // namespace nb::shim

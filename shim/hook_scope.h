@@ -47,7 +47,7 @@ class HookScope {
     if (rec_ == nullptr) return;
     t.corr_first = t.corr_last = 0;
     if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
-    if (__builtin_expect(g_join_mode == JoinMode::External, 0) && causes_device_work(kind)) {
+    if (__builtin_expect(g_join_mode.load(std::memory_order_relaxed) == JoinMode::External, 0) && causes_device_work(kind)) {
       push_external_id(rec_->id);
       pushed_ = true;
     }

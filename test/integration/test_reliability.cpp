@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -277,6 +278,75 @@ TEST_CASE("dlopen / dlclose cycles of libcuda, and of a library with its own run
         CHECK(sets == 3);
         CHECK(!nbtest::nbread("snapshot", dir.file("out.memory.pickle")).is_null());
       }
+    }
+  }
+}
+
+TEST_CASE("the program starts its own CUPTI tracing (as torch.profiler does): nb hands CUPTI over and says so once",
+          "[integration][reliability][device]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_PRINT_TABLE"] = "0";
+  // 10 kernels, then the program's profiler registers its buffer callbacks
+  // (which would replace nb's) and enables kernels, then 10 more.
+  const auto r = nbtest::run({nbtest::program("own_profiler"), "10", "10"}, env, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // The other tool works as without nb: exactly its own 10 kernels.
+  CHECK(r.out.find("own profiler saw 10 kernels") != std::string::npos);
+  // nb kept the 10 before, and says once what it gave up.
+  const std::string line = "the program started its own CUPTI client (cuptiActivityRegisterCallbacks";
+  CHECK(r.err.find(line) != std::string::npos);
+  CHECK(r.err.find("nb: ") == r.err.find("nb: the program started"));  // the only line besides "wrote"
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  int kernels = 0, launches = 0;
+  for (const auto& e : trace["traceEvents"]) kernels += e.value("cat", "") == "kernel";
+  for (const auto& e : nbtest::host_calls(trace)) launches += e["name"] == "cuLaunchKernel";
+  CHECK(kernels == 10);
+  CHECK(launches == 20);
+  const std::string table = nbtest::read_file(dir.file("out.table.txt"));
+  CHECK(table.find("Device time stops where the program started its own CUPTI client") != std::string::npos);
+}
+
+TEST_CASE("CUPTI records lost to someone else are counted: without the hand-over, the table and one line say so",
+          "[integration][reliability][device]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_PRINT_TABLE"] = "0";
+  // The program reaches CUPTI's buffer registration through a pointer
+  // from dlsym on libcupti's handle (nb's hook is not in the way), so nb
+  // does not see it coming and its device records go to the program.
+  env["OWN_PROFILER_DLSYM"] = "1";
+  const auto r = nbtest::run({nbtest::program("own_profiler"), "10", "10"}, env, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string line = "calls that make device work have no device record: another CUPTI client";
+  CHECK(r.err.find(line) != std::string::npos);
+  CHECK(r.err.find(line) == r.err.rfind(line));
+  const std::string table = nbtest::read_file(dir.file("out.table.txt"));
+  CHECK(table.find("Calls that make device work with no device record: ") != std::string::npos);
+}
+
+TEST_CASE("another LD_PRELOAD tool interposing CUDA calls, before or after nb: both see every call", "[integration][reliability]") {
+  for (const bool other_first : {true, false}) {
+    DYNAMIC_SECTION((other_first ? "other tool first" : "nb first")) {
+      nbtest::TempDir dir;
+      auto env = nbtest::shim_env(dir.file("out"));
+      env["NB_PRINT_TABLE"] = "0";
+      const std::string other = nbtest::program("libother_tool.so");
+      env["LD_PRELOAD"] = other_first ? other + ":" + nbtest::shim_path() : nbtest::shim_path() + ":" + other;
+      // 8 steps of 4 launches; one allocation.
+      const auto r = nbtest::run({nbtest::program("steps"), "8"}, env, dir.path());
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK(r.err.find("other tool: launches 32 allocs 1") != std::string::npos);
+      int launches = 0, allocs = 0;
+      for (const auto& e : nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json")))) {
+        launches += e["name"] == "cuLaunchKernel";
+        allocs += e["name"] == "cuMemAlloc_v2";
+      }
+      CHECK(launches == 32);
+      CHECK(allocs == 1);
     }
   }
 }
