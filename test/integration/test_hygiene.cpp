@@ -42,12 +42,16 @@ TEST_CASE("the shim does not depend on shared fmt, spdlog or libunwind", "[hygie
   CHECK(r.out.find("libunwind") == std::string::npos);
 }
 
-TEST_CASE("C++ exceptions still go through the program's unwinder when nb takes stacks", "[hygiene]") {
+TEST_CASE("C++ exceptions, in the program and in a library it loads, still go through the program's unwinder when nb takes stacks", "[hygiene]") {
   nbtest::TempDir dir;
-  const auto r = nbtest::run_recorded(dir, "exceptions", {}, {{"NB_STACKS", "all"}});
+  auto env = std::map<std::string, std::string>{{"NB_STACKS", "all"}};
+  env["LD_LIBRARY_PATH"] = nbtest::fake_cuda_dir() + ":" + nbtest::program("");
+  const auto r = nbtest::run_recorded(dir, "exceptions", {}, env);
   INFO(r.run.err);
   REQUIRE(r.run.exit_code == 0);
   CHECK(r.run.out.find("caught 1000\n") != std::string::npos);
+  // And in a library the program loads: caught inside it, and thrown out of it.
+  CHECK(r.run.out.find("library caught 1000, program caught 100 from it\n") != std::string::npos);
   CHECK(r.run.out.find("unwinder ") != std::string::npos);
   CHECK(r.run.out.find("libunwind") == std::string::npos);      // libgcc_s's, not the one nb loaded
   CHECK(r.run.out.find("unw_backtrace hidden") != std::string::npos);

@@ -19,6 +19,18 @@ TEST_CASE("a program that never touches CUDA gets no files and no output", "[int
   CHECK(r.files.empty());
 }
 
+TEST_CASE("no CUDA driver or runtime loaded: a hook found by dlsym fails as a missing runtime does", "[integration][lifecycle]") {
+  nbtest::TempDir dir;
+  // cudaMalloc looked up in the global scope finds nb's hook (nb exports it);
+  // with no runtime behind it, it must answer an error, not crash.
+  const auto r = nbtest::run_recorded(dir, "nocuda", {"nodriver"}, {{"LD_LIBRARY_PATH", ""}});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 0);
+  CHECK(r.run.out.find("cudaMalloc 3\n") != std::string::npos);  // cudaErrorInitializationError
+  CHECK(r.run.err.empty());
+  CHECK(r.files.empty());
+}
+
 TEST_CASE("outputs go to NB_OUT, the table to stderr, and say where they are", "[integration][lifecycle]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")});

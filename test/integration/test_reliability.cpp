@@ -224,7 +224,7 @@ TEST_CASE("nb creates and changes files only under its output prefix", "[integra
 }
 
 TEST_CASE("a full disk while writing: one line for the file that did not fit, no torso left, the program unaffected",
-          "[integration][reliability][hostile]") {
+          "[integration][reliability][hostile][shell]") {
   nbtest::TempDir dir;
   // A file size limit of 8 KiB (SIGXFSZ ignored, so write() fails with
   // EFBIG as it fails with ENOSPC on a full disk): the trace does not fit,

@@ -2,6 +2,8 @@
 // unwinder nb loads for stacks (libunwind, privately) must not become the
 // program's. Prints how many exceptions were caught and which library
 // answers for _Unwind_RaiseException and unw_backtrace in the global scope.
+// Then the same inside a library it dlopens (libthrowing_lib.so): caught in
+// the library, and thrown out of it into the program.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -22,6 +24,21 @@ int main() {
   Dl_info info{};
   void* raise = dlsym(RTLD_DEFAULT, "_Unwind_RaiseException");
   std::printf("caught %d\n", caught);
+  if (void* lib = dlopen("libthrowing_lib.so", RTLD_NOW | RTLD_LOCAL)) {
+    auto inside = reinterpret_cast<int (*)(int)>(dlsym(lib, "throwing_lib_catch_inside"));
+    auto out = reinterpret_cast<void (*)()>(dlsym(lib, "_Z22throwing_lib_throw_outv"));
+    int from_lib = 0;
+    for (int i = 0; out && i < 100; ++i) {
+      try {
+        out();
+      } catch (const std::logic_error&) {
+        ++from_lib;
+      }
+    }
+    std::printf("library caught %d, program caught %d from it\n", inside ? inside(1000) : -1, from_lib);
+  } else {
+    std::printf("library not loaded: %s\n", dlerror());
+  }
   std::printf("unwinder %s\n", raise && dladdr(raise, &info) && info.dli_fname ? info.dli_fname : "none");
   std::printf("unw_backtrace %s\n", dlsym(RTLD_DEFAULT, "unw_backtrace") ? "global" : "hidden");
   cudaFree(p);
