@@ -160,4 +160,16 @@ inline std::string module_image(std::initializer_list<std::string> kernel_names)
     return image;
 }
 
+// How every test program begins: cuInit, then device 0's primary context,
+// current on the calling thread. The first failing call's result, or
+// CUDA_SUCCESS.
+inline CUresult use_primary_context() {
+    CUdevice dev;
+    CUcontext ctx;
+    if (CUresult rc = cuInit(0)) return rc;
+    if (CUresult rc = cuDeviceGet(&dev, 0)) return rc;
+    if (CUresult rc = cuDevicePrimaryCtxRetain(&ctx, dev)) return rc;
+    return cuCtxSetCurrent(ctx);
+}
+
 }  // namespace fake_cuda

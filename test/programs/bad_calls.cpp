@@ -7,12 +7,7 @@
 #include "manifest.h"
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_CU(fake_cuda::use_primary_context());
   int failures = 0;
   failures += cuLaunchKernelEx(nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS;
   failures += cudaLaunchKernelExC(nullptr, nullptr, nullptr) != cudaSuccess;

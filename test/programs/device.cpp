@@ -24,12 +24,7 @@ void stub_r() {}
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   manifest::open(argv[1]);
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_CU(fake_cuda::use_primary_context());
   CUmodule mod;
   // Mangled, as real modules name them: the trace shows them demangled.
   const std::string image = fake_cuda::module_image({"_Z7kernelAPf", "_Z7kernelBPfi", "node_kernel"});

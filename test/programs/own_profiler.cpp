@@ -48,12 +48,7 @@ void CUPTIAPI complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t vali
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const int before = std::atoi(argv[1]), after = std::atoi(argv[2]);
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_CU(fake_cuda::use_primary_context());
   CUmodule mod;
   const std::string image = fake_cuda::module_image({"work_kernel"});
   CHECK_CU(cuModuleLoadData(&mod, image.c_str()));

@@ -182,12 +182,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   manifest::open(argv[1]);
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
+  CHECK_CU(fake_cuda::use_primary_context());
   CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_CU(cuCtxGetCurrent(&ctx));
   CUfunction b;
   CUfunction a = load_functions(&b);
 

@@ -53,12 +53,7 @@ int main(int argc, char** argv) {
       sleep_us = std::atol(a.c_str() + 9);
     }
   }
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_CU(fake_cuda::use_primary_context());
   CUmodule mod;
   const std::string image = fake_cuda::module_image({"layer_kernel", "lm_head"});
   CHECK_CU(cuModuleLoadData(&mod, image.c_str()));
