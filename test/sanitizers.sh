@@ -38,7 +38,9 @@
 #     census, schedule, ...): no threads there.
 #   TSan, integration tests: all but TSAN_INTEGRATION_TAGS: [python] (an
 #     uninstrumented interpreter; and bash, which pyenv's python3 is, crashes
-#     with libtsan preloaded), [shell] (programs started through bash), [nbprof] and [hygiene] (shell scripts, nm,
+#     with libtsan preloaded), [shell] (programs started through bash),
+#     [no-tsan] (a signal handler that re-raises: TSan defers handlers and
+#     emulates dispositions, so the re-raise is not a real process's), [nbprof] and [hygiene] (shell scripts, nm,
 #     readelf), [memory] (stacks; the rest is the single-threaded snapshot),
 #     and the single-threaded [lifecycle] and [hostile] cases. The ASan build
 #     runs them all.
@@ -55,7 +57,7 @@ which=${1:-all}
 asan_build=$top/build-asan
 tsan_build=$top/build-tsan
 TSAN_UNIT_TAGS='[ring],[stacks],[memory],[join]'
-TSAN_INTEGRATION_TAGS='[threads],[paths],[device]~[python],[windows]~[nbprof],[signals]~[python],[reliability]~[python]~[shell]'
+TSAN_INTEGRATION_TAGS='[threads],[paths],[device]~[python],[windows]~[nbprof],[signals]~[python]~[no-tsan],[reliability]~[python]~[shell]~[no-tsan]'
 
 passed=0
 failed=0
