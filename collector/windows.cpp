@@ -238,7 +238,8 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   auto it = windows_.find(n);
   if (it == windows_.end()) return;
   Window& w = it->second;
-  if (!at_exit && tracer_) {
+  // (Not once the program's own CUPTI client has CUPTI: nothing more comes.)
+  if (!at_exit && tracer_ && !tracer_->handed_over()) {
     // The window's device work, as CUPTI hands it over once done. No
     // synchronize: from this thread it would break a CUDA graph capture
     // the program may have going (global capture mode forbids it from any
