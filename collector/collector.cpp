@@ -1,6 +1,5 @@
 #include "collector/collector.h"
 
-#include <cxxabi.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <signal.h>
@@ -9,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "collector/demangle.h"
 #include "collector/log.h"
 #include "collector/step_census.h"
 #include "collector/step_marker.h"
@@ -337,13 +337,7 @@ void Collector::write_census(const OutputContext& ctx) {
   const auto name = [&](uint32_t id) -> const std::string& {
     auto it = names.find(id);
     if (it != names.end()) return it->second;
-    std::string n = id < ctx.kernel_names.size() ? ctx.kernel_names[id] : std::string();
-    int status = -1;
-    if (n.size() > 2 && n[0] == '_' && n[1] == 'Z') {
-      char* d = abi::__cxa_demangle(n.c_str(), nullptr, nullptr, &status);
-      if (status == 0 && d != nullptr) n = d;
-      std::free(d);
-    }
+    std::string n = id < ctx.kernel_names.size() ? demangle(ctx.kernel_names[id]) : std::string();
     return names.emplace(id, std::move(n)).first->second;
   };
   session_.records().for_each([&](const Record& r) {

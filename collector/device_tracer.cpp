@@ -1,13 +1,11 @@
 #include "collector/device_tracer.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
-
 #include <cstdlib>
 #include <cstring>
 
 #include "collector/clock.h"
+#include "collector/demangle.h"
 
 namespace nb {
 
@@ -199,10 +197,7 @@ uint32_t DeviceTracer::kernel_name(const char* mangled) {
   if (mangled == nullptr) return names_.intern("unknown kernel");
   auto it = kernel_names_.find(mangled);
   if (it != kernel_names_.end()) return it->second;
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  const uint32_t id = names_.intern(status == 0 && demangled ? demangled : mangled);
-  std::free(demangled);
+  const uint32_t id = names_.intern(demangle(mangled).c_str());
   kernel_names_.emplace(mangled, id);
   return id;
 }

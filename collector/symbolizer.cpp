@@ -1,9 +1,9 @@
 #include "collector/symbolizer.h"
 
+#include "collector/demangle.h"
 #include "collector/log.h"
 #include "collector/private_libs.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>  // types and prototypes only: libdw is dlopen'ed, never linked
 #include <dwarf.h>
@@ -98,17 +98,8 @@ const DwflApi& dwfl_api() {
 // login shells — and stall output on the network; this one declines.
 int no_find_elf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) { return -1; }
 
-// Only mangled C++ names are demangled: __cxa_demangle also reads plain
-// words as type names ("f" would become "float").
-std::string demangle(const char* name) {
-  if (name == nullptr) return {};
-  if (name[0] != '_' || name[1] != 'Z') return name;
-  int status = -1;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string result = (status == 0 && out != nullptr) ? out : name;
-  std::free(out);
-  return result;
-}
+// libdw and dladdr answer null for no name.
+std::string demangled(const char* name) { return name == nullptr ? std::string() : demangle(name); }
 
 // dladdr names the main program by argv[0], which may be relative or a
 // bare name; the kernel's link is the file actually running.
@@ -192,7 +183,7 @@ struct Symbolizer::Impl {
     Dwarf_Attribute a;
     for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
       if (api.dwarf_attr_integrate(die, at, &a) != nullptr) {
-        if (const char* n = api.dwarf_formstring(&a)) return demangle(n);
+        if (const char* n = api.dwarf_formstring(&a)) return demangled(n);
       }
     }
     if (api.dwarf_attr_integrate(die, DW_AT_name, &a) != nullptr) {
@@ -300,7 +291,7 @@ struct Symbolizer::Impl {
         lm == nullptr)
       return f;
     f.offset = addr - lm->l_addr;
-    f.function = demangle(info.dli_sname);
+    f.function = demangled(info.dli_sname);
     // The vDSO has a link_map but no file to read DWARF from.
     const unsigned long vdso = getauxval(AT_SYSINFO_EHDR);
     if (vdso != 0 && reinterpret_cast<uintptr_t>(info.dli_fbase) == vdso) {
@@ -315,7 +306,7 @@ struct Symbolizer::Impl {
     const DwflApi& api = dwfl_api();
     // dladdr sees only exported symbols; the symbol table also has static
     // functions and everything in an executable.
-    if (f.function.empty()) f.function = demangle(api.dwfl_module_addrname(m, addr));
+    if (f.function.empty()) f.function = demangled(api.dwfl_module_addrname(m, addr));
     if (Dwfl_Line* line = api.dwfl_module_getsrc(m, addr)) {
       int n = 0;
       const char* src = api.dwfl_lineinfo(line, nullptr, &n, nullptr, nullptr, nullptr);

@@ -1,12 +1,11 @@
 #include "shim/steps.h"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "collector/demangle.h"
 #include "collector/kernel_regex.h"
 #include "collector/log.h"
 #include "shim/api.h"
@@ -31,14 +30,6 @@ constexpr uint32_t kMatchSlots = 1u << 20;
 std::atomic<uint8_t>* g_match = nullptr;
 std::mutex* g_match_mu = nullptr;
 
-std::string demangled(const std::string& name) {
-  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
-  int status = -1;
-  std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
-                                                 &std::free);
-  return status == 0 && d ? std::string(d.get()) : name;
-}
-
 bool kernel_matches(uint32_t name_id) {
   if (name_id == 0 || g_kernel_regex == nullptr) return false;
   if (name_id < kMatchSlots) {
@@ -51,7 +42,7 @@ bool kernel_matches(uint32_t name_id) {
     // against those, or against the mangled symbol.
     const std::string mangled = kernel_name_text(name_id);
     std::lock_guard<std::mutex> lock(*g_match_mu);
-    yes = g_kernel_regex->search(mangled) || g_kernel_regex->search(demangled(mangled));
+    yes = g_kernel_regex->search(mangled) || g_kernel_regex->search(demangle(mangled));
   } catch (...) {
     yes = false;
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "collector/demangle.h"
 #include "collector/symbolizer.h"
 #include "test_support.h"
 
@@ -238,4 +239,12 @@ TEST_CASE("symbolizer: two levels of inlining give three frames, each at its own
   CHECK(frames[2].function.find("symbolizer_outer") != std::string::npos);
   CHECK(frames[2].line == site.line);
   for (const auto& f : frames) CHECK(ends_with(f.file, "test_symbolizer.cpp"));
+}
+
+TEST_CASE("demangle: only mangled C++ names are demangled", "[symbolizer]") {
+  CHECK(nb::demangle("_Z7kernelAPf") == "kernelA(float*)");
+  CHECK(nb::demangle("f") == "f");  // not "float"
+  CHECK(nb::demangle("nvjet_sm90_hsh_64x32") == "nvjet_sm90_hsh_64x32");
+  CHECK(nb::demangle("_Znot a name") == "_Znot a name");
+  CHECK(nb::demangle("").empty());
 }
