@@ -443,10 +443,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   js.overlaps_clipped = clip_partial_overlaps(t.events, 0);
   if (ctx.device_traced && ctx.join_mode != "none") {
     for (size_t i = 0; i < recs.size(); ++i) {
-      const Record& r = recs[i];
-      const bool work = r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
-                        (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
-      if (!work || r.result != 0) continue;
+      if (!makes_device_work(recs[i])) continue;
       ++js.work_calls;
       if (host_corr[i] == 0) ++js.work_without_device;
     }

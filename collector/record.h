@@ -72,4 +72,13 @@ struct alignas(64) Record {
 };
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
 
+// A successful call that gives the device work CUPTI reports (a launch, a
+// graph launch, a set, a copy other than host to host): the calls a device
+// record should come back for.
+inline bool makes_device_work(const Record& r) {
+  if (r.result != 0) return false;
+  return r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
+         (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
+}
+
 }  // namespace nb

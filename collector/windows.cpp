@@ -89,9 +89,7 @@ void Collector::route(const Record& r) {
   }
   Window& w = window(n, p.window);
   w.session->consume(r);
-  const bool work = r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
-                    (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
-  if (work && r.result == 0) ++w.host_work;
+  if (makes_device_work(r)) ++w.host_work;
   if (r.corr_first) corr_window_[r.corr_first] = n;
   if (r.corr_last) corr_window_[r.corr_last] = n;
   if (context_.join_mode == "external" && (r.kind == Kind::Launch || r.kind == Kind::Graph ||

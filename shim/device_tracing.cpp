@@ -130,11 +130,6 @@ void hand_cupti_over(const char* call) {
             "memory go on");
 }
 
-bool cupti_handed_over() {
-  std::lock_guard<std::mutex> lock(g_handover_mu);
-  return g_handed_over;
-}
-
 void pause_device_callbacks() { enable_callbacks(0); }
 void resume_device_callbacks() { enable_callbacks(1); }
 

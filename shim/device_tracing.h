@@ -38,6 +38,5 @@ std::vector<formats::DeviceProperties> query_devices();
 // once, and leaves CUPTI alone from then on (nb's tracer refuses further
 // CUPTI calls). `call` names the call, for the log line.
 void hand_cupti_over(const char* call);
-bool cupti_handed_over();
 
 }  // namespace nb::shim

@@ -147,12 +147,12 @@ __attribute__((constructor)) void on_load() {
     // this constructor may run before the file's other globals are built.
     if (!c.note.empty()) g_torch_allocs_note = new std::string(c.note);
   }
-  // NB_TRIGGER=signal: SIGUSR2 must be ours before the program can die of
-  // it; only if the program has not claimed it (it cannot have yet, unless
-  // a library constructor did).
   // NVTX ranges reach nb through NVTX's injection interface: offered
   // before any library makes its first NVTX call.
   if (enabled) offer_nvtx_injection();
+  // NB_TRIGGER=signal: SIGUSR2 must be ours before the program can die of
+  // it; only if the program has not claimed it (it cannot have yet, unless
+  // a library constructor did).
   const char* trigger = std::getenv("NB_TRIGGER");
   if (enabled && trigger != nullptr && std::string(trigger) == "signal") install_trigger();
 }
