@@ -6,8 +6,9 @@
 #   2. GPT-2 decode steps under nb and, in a separate process, under
 #      torch.profiler: kernels per step, device time per step, kernel names
 #   3. CuPy and JAX: every device record joined
-#   4. overhead of the decode loop: bare vs nb (join callback), alternating;
-#      the first EXTRA rounds also run join none and join external
+#   4. overhead of the decode loop: bare vs nb (its default join, no stacks,
+#      as issue 3 measures), alternating, ABBA; the first EXTRA rounds also
+#      run join callback and join none
 #
 #   bash bench/gpu_device_check.sh BUILD_DIR OUT_DIR [ROUNDS] [EXTRA]
 set -uo pipefail
@@ -44,18 +45,19 @@ for fw in cupy jax; do
 done
 
 [ "$ROUNDS" -gt 0 ] || { rm -rf "$W"; exit 0; }
-log "4 overhead: $ROUNDS rounds (bare, callback), first $EXTRA also none and external"
+log "4 overhead: $ROUNDS rounds (bare, nb), first $EXTRA also callback and none"
 run_loop() {  # label env...
   local label=$1; shift
   env "$@" python3 bench/decode_loop.py 2>>"$W/overhead.err" | awk -v l="$label" -v i="$i" '{print l, i, $2}' >>"$OUT/overhead.txt"
 }
 for i in $(seq "$ROUNDS"); do
-  run_loop bare
-  run_loop callback LD_PRELOAD=$SHIM NB_OUT=$W/o-cb-$i NB_PRINT_TABLE=0 NB_OVERWRITE=1
+  [ $((i % 2)) -eq 1 ] && run_loop bare
+  run_loop nb LD_PRELOAD=$SHIM NB_OUT=$W/o-nb-$i NB_PRINT_TABLE=0 NB_STACKS=none
   if [ "$i" -le "$EXTRA" ]; then
-    run_loop none LD_PRELOAD=$SHIM NB_OUT=$W/o-no-$i NB_PRINT_TABLE=0 NB_CUPTI_JOIN=none
-    run_loop external LD_PRELOAD=$SHIM NB_OUT=$W/o-ex-$i NB_PRINT_TABLE=0 NB_CUPTI_JOIN=external
+    run_loop callback LD_PRELOAD=$SHIM NB_OUT=$W/o-cb-$i NB_PRINT_TABLE=0 NB_STACKS=none NB_CUPTI_JOIN=callback
+    run_loop none LD_PRELOAD=$SHIM NB_OUT=$W/o-no-$i NB_PRINT_TABLE=0 NB_STACKS=none NB_CUPTI_JOIN=none
   fi
+  [ $((i % 2)) -eq 0 ] && run_loop bare
 done
 python3 - "$OUT/overhead.txt" <<'PY' | tee -a "$S"
 import collections, statistics, sys
@@ -65,11 +67,11 @@ for line in open(sys.argv[1]):
     runs[label][i] = float(s)
 bare = runs["bare"]
 print("bare median s", round(statistics.median(bare.values()), 4))
-for label in ("callback", "none", "external"):
+for label in ("nb", "callback", "none"):
     r = [runs[label][i] / bare[i] for i in runs[label] if i in bare]
     if r:
         print(label, "pairs", len(r), "ratios", [round(x, 3) for x in r], "median", round(statistics.median(r), 3))
 PY
-grep -E "Device records|dropped" "$W/o-cb-1.table.txt" | tee -a "$S"
+grep -E "Device records|dropped|joined" "$W/o-nb-1.table.txt" | tee -a "$S"
 tail -n 3 "$W/overhead.err" >>"$S"
 rm -rf "$W"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nb's overhead on the decode loop, paired inside one process (issue 3's
 # ≤ 1.15x and issue 4's ≤ 1.30x with NB_STACKS=all), results into OUT_DIR.
-# One process per MODE (default: "default stacksall"); see
+# One process per MODE (default: "default stacksall"; also nostacks and
+# nojoin: see the case below); see
 # bench/gpu/decode_inprocess_ab.py for the method.
 #
 #   bash bench/gpu_inprocess_overhead.sh BUILD_DIR OUT_DIR [PAIRS] [MODES]
@@ -15,8 +16,13 @@ W=$(mktemp -d)
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for m in $MODES; do
-  extra=""
-  [ "$m" = stacksall ] && extra="NB_STACKS=all"
+  case $m in
+    default) extra="" ;;
+    stacksall) extra="NB_STACKS=all" ;;
+    nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks"
+    nojoin) extra="NB_STACKS=none NB_CUPTI_JOIN=none" ;;         # CUPTI activity, no join: the floor
+    *) echo "unknown mode $m"; exit 2 ;;
+  esac
   echo "== $m" | tee -a "$OUT/inprocess.txt"
   env LD_PRELOAD="$SHIM" NB_TRIGGER=signal NB_OUT="$W/$m" NB_PRINT_TABLE=0 $extra \
     python3 bench/gpu/decode_inprocess_ab.py bench/decode_loop.py "$PAIRS" 2>"$W/$m.err" | tee -a "$OUT/inprocess.txt"
