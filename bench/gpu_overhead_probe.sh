@@ -9,7 +9,7 @@
 #
 #   bash bench/gpu_overhead_probe.sh BUILD_DIR OUT_DIR DEADLINE_S [REPS] [MODES]
 #   (REPS 0 skips part 1; the decode rounds go bare-first, then modes-first)
-#   MODES: space-separated from none callback noflush external host stacksall
+#   MODES: space-separated from none callback noflush host stacksall dormant
 #   PIN="taskset -c 5" runs every decode process under that prefix (one
 #   core for all, to take core placement and frequency out of the pairs)
 set -uo pipefail
@@ -30,14 +30,13 @@ mode_env() {  # mode tag -> env assignments
     none) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_JOIN=none" ;;
     callback) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0" ;;
     noflush) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_FLUSH_MS=0" ;;
-    external) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_CUPTI_JOIN=external" ;;
     stacksall) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_STACKS=all" ;;
     dormant) echo "LD_PRELOAD=$SHIM NB_OUT=$W/$2 NB_PRINT_TABLE=0 NB_TRIGGER=signal" ;;
   esac
 }
 [ "$REPS" -gt 0 ] && echo "== launch cost, empty kernel (ns per launch)" | tee -a "$OUT/probe.txt"
 for r in $(seq "$REPS"); do
-  for m in bare host none callback noflush external; do
+  for m in bare host none callback noflush; do
     echo "$m $r $(env $(mode_env $m l-$m-$r) "$B/bench/launch_cupti" 400 2>&1 | tail -n 1)" | tee -a "$OUT/probe.txt"
   done
 done

@@ -148,11 +148,7 @@ uint64_t Collector::memory_horizon() const {
 
 void Collector::take_device_records() {
   std::vector<DeviceRecord> records;
-  std::vector<ExternalCorrelation> external;
-  tracer_->take(records, external);
-  // Correlations first: in join mode "external" they say where a device
-  // record goes.
-  for (const ExternalCorrelation& e : external) route(e);
+  tracer_->take(records);
   // Device records can come before their host call's record is drained
   // (the call still returning, or its ring not reached yet this pass): the
   // ones with no window yet get one more pass.

@@ -84,7 +84,6 @@ class Collector {
   };
   void route(const Record& r);
   void route(const DeviceRecord& d, bool last_try);
-  void route(const ExternalCorrelation& e);
   StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
   Window& window(uint64_t n, uint64_t rel_step);
   void note_step_end(uint64_t step, uint64_t tick, uint32_t tid);
@@ -113,7 +112,6 @@ class Collector {
   uint64_t step_ends_dropped_ = 0;
   uint64_t steps_ended_ = 0;
   std::unordered_map<uint32_t, uint64_t> corr_window_;  // CUPTI correlation id → window
-  std::unordered_map<uint64_t, uint64_t> id_window_;    // record id → window (join "external")
   bool armed_ = true;
   uint64_t arm_step_ = 0;
   uint64_t arm_tick_ = 0;

@@ -29,11 +29,4 @@ struct DeviceRecord {
   uint64_t graph_node_id = 0;
 };
 
-// externalId ↔ correlationId, from EXTERNAL_CORRELATION records (join mode
-// "external" only).
-struct ExternalCorrelation {
-  uint64_t external_id = 0;
-  uint32_t correlation = 0;
-};
-
 }  // namespace nb

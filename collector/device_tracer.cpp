@@ -71,7 +71,6 @@ bool DeviceTracer::load(const std::string& cupti_lib, std::string& why) {
 }
 
 bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
-  external_ = config.external_correlation;
   max_buffers_ = config.pool_bytes / kBufferBytes;
   if (max_buffers_ < 2) max_buffers_ = 2;
   free_buffers_.reserve(max_buffers_);  // returning a buffer never allocates
@@ -98,14 +97,6 @@ bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
       return false;
     }
   }
-  if (external_) {
-    r = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    if (r != CUPTI_SUCCESS) {
-      why = "cuptiActivityEnable(EXTERNAL_CORRELATION): " + api_.error(r);
-      stop();
-      return false;
-    }
-  }
   running_ = true;
   return true;
 }
@@ -113,8 +104,7 @@ bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
 void DeviceTracer::stop() {
   if (api_.cuptiActivityDisable == nullptr || handed_over()) return;
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
+                               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}) {
     api_.cuptiActivityDisable(k);
   }
   running_ = false;
@@ -129,7 +119,6 @@ void DeviceTracer::pause() {
   std::lock_guard<std::mutex> lock(pause_mu_);
   if (!running_ || paused_ || handed_over() || api_.cuptiActivityDisable == nullptr) return;
   for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityDisable(k);
-  if (external_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   paused_ = true;
 }
 
@@ -137,7 +126,6 @@ void DeviceTracer::resume() {
   std::lock_guard<std::mutex> lock(pause_mu_);
   if (!running_ || !paused_ || handed_over()) return;
   for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityEnable(k);
-  if (external_) api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   paused_ = false;
 }
 
@@ -152,18 +140,15 @@ void DeviceTracer::hand_over() {
   if (running_) {
     api_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     for (CUpti_ActivityKind k : kWorkKinds) api_.cuptiActivityDisable(k);
-    if (external_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   }
   running_ = false;
   handed_over_.store(true, std::memory_order_release);
 }
 
-void DeviceTracer::take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external) {
+void DeviceTracer::take(std::vector<DeviceRecord>& records) {
   std::lock_guard<std::mutex> lock(mu_);
   records.swap(queue_);
   queue_.clear();
-  external.swap(external_queue_);
-  external_queue_.clear();
 }
 
 DeviceTracerCounts DeviceTracer::counts() const {
@@ -240,7 +225,6 @@ DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
 
 void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   std::vector<DeviceRecord> local;
-  std::vector<ExternalCorrelation> external;
   uint64_t other = 0;
   bool failed = false;
   CUpti_Activity* rec = nullptr;
@@ -296,11 +280,6 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         local.push_back(d);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
-        external.push_back({e->externalId, e->correlationId});
-        break;
-      }
       default:
         ++other;
     }
@@ -323,7 +302,6 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   if (failed) ++counts_.failed_buffers;
   try {
     queue_.insert(queue_.end(), local.begin(), local.end());
-    external_queue_.insert(external_queue_.end(), external.begin(), external.end());
   } catch (...) {
     ++counts_.failed_buffers;
   }

@@ -18,8 +18,7 @@
 namespace nb {
 
 struct DeviceTracerConfig {
-  bool external_correlation;  // join mode "external": EXTERNAL_CORRELATION records
-  size_t pool_bytes;          // NB_CUPTI_BUFFERS_MB
+  size_t pool_bytes;  // NB_CUPTI_BUFFERS_MB
 };
 
 struct DeviceTracerCounts {
@@ -46,7 +45,7 @@ class DeviceTracer {
   // Collector thread: hand over complete buffers (forced: also the ones in
   // flight, after the caller synchronized the device), then take the queue.
   void flush(bool forced);
-  void take(std::vector<DeviceRecord>& records, std::vector<ExternalCorrelation>& external);
+  void take(std::vector<DeviceRecord>& records);
   // Stops activity (after a forced flush). Idempotent.
   void stop();
   // Between recording windows: activity off, buffers kept; resume() turns
@@ -79,7 +78,6 @@ class DeviceTracer {
   bool paused_ = false;
   std::atomic<bool> handed_over_{false};
   std::mutex pause_mu_;  // pause() on the collector vs resume() on an arming thread
-  bool external_ = false;
   size_t max_buffers_ = 0;
 
   mutable std::mutex mu_;  // pool, queue, counts: CUPTI's threads vs the collector
@@ -87,7 +85,6 @@ class DeviceTracer {
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
   std::vector<DeviceRecord> queue_;
-  std::vector<ExternalCorrelation> external_queue_;
   std::unordered_map<const char*, uint32_t> kernel_names_;  // CUPTI's name pointers are stable
   std::unordered_map<uint32_t, uint32_t> fixed_names_;      // copy/set name keys
   DeviceTracerCounts counts_;

@@ -237,16 +237,6 @@ formats::Category device_category(DeviceKind k) {
 std::unordered_map<uint32_t, size_t> host_calls_by_correlation(const Session& s, const OutputContext& ctx) {
   std::unordered_map<uint32_t, size_t> by_corr;
   const RecordLog& recs = s.records();
-  if (ctx.join_mode == "external") {
-    std::unordered_map<uint64_t, size_t> by_id;
-    by_id.reserve(recs.size());
-    for (size_t i = 0; i < recs.size(); ++i) by_id.emplace(recs[i].id, i);
-    for (const ExternalCorrelation& e : s.external_correlations()) {
-      auto it = by_id.find(e.external_id);
-      if (it != by_id.end()) by_corr[e.correlation] = it->second;
-    }
-    return by_corr;
-  }
   for (size_t i = 0; i < recs.size(); ++i) {
     if (recs[i].corr_first) by_corr.emplace(recs[i].corr_first, i);
     if (recs[i].corr_last && recs[i].corr_last != recs[i].corr_first) by_corr.emplace(recs[i].corr_last, i);
@@ -557,11 +547,23 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
 namespace {
 constexpr const char* kOtherClientNote =
     "another CUPTI client, such as torch.profiler, took the activity buffers: device time is incomplete";
+constexpr const char* kJoinFailedNote =
+    "device records came but were not joined to their calls: the join failed, the arrows are missing "
+    "(please report this with the program's CUDA and CUPTI versions)";
 
-// Half or more of the calls that make device work got no record: not a few
-// lost, but CUPTI delivering to someone else.
-bool another_cupti_client(const JoinStats& js) {
+// Half or more of the calls that make device work got no record joined:
+// not a few lost. If the device records themselves are missing too, CUPTI
+// delivered them to someone else; if they came, the join did not work (on
+// the H200 this was the sign of the removed "external" join).
+bool most_work_unjoined(const JoinStats& js) {
   return js.work_calls >= 8 && js.work_without_device * 2 >= js.work_calls;
+}
+bool another_cupti_client(const JoinStats& js) {
+  return most_work_unjoined(js) && js.device_records * 2 < js.work_calls;
+}
+const char* unjoined_note(const JoinStats& js) {
+  if (!most_work_unjoined(js)) return nullptr;
+  return another_cupti_client(js) ? kOtherClientNote : kJoinFailedNote;
 }
 }  // namespace
 
@@ -580,7 +582,7 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
   if (js.work_without_device != 0) {
     f.notes.push_back("Calls that make device work with no device record: " + std::to_string(js.work_without_device) +
                       " of " + std::to_string(js.work_calls) +
-                      (another_cupti_client(js) ? " (" + std::string(kOtherClientNote) + ")" : std::string()));
+                      (unjoined_note(js) ? " (" + std::string(unjoined_note(js)) + ")" : std::string()));
   }
   if (ctx.record_cost_ns > 0) {
     char buf[200];
@@ -642,9 +644,9 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
   opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
   const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
-  if (another_cupti_client(js) && !ctx.device_handed_over) {
+  if (unjoined_note(js) && !ctx.device_handed_over) {
     res.problems.push_back(std::to_string(js.work_without_device) + " of " + std::to_string(js.work_calls) +
-                           " calls that make device work have no device record: " + kOtherClientNote);
+                           " calls that make device work have no device record: " + unjoined_note(js));
   }
   const std::string full = formats::format_ranking_table(rows, opt, footer);
   write_file(ctx.prefix + ".table.txt", ctx, res, [&](std::ostream& os) { os << full; });

@@ -26,7 +26,7 @@ struct OutputContext {
   std::vector<std::string> notes;         // extra footer lines
   formats::SortKey table_sort = formats::SortKey::DeviceTotal;
   // Device time: CUPTI running, how device records are joined to host calls
-  // ("callback", "external", "none"), or why there is no device time.
+  // ("callback", "none"), or why there is no device time.
   bool device_traced = false;
   bool device_handed_over = false;  // the program's own CUPTI client took CUPTI (said when it happened)
   std::string join_mode = "none";
@@ -58,8 +58,8 @@ struct JoinStats {
   uint64_t overlaps_clipped = 0;
   // Successful calls that make device work (launches, copies other than
   // host to host, sets), and those of them no device record was joined to:
-  // CUPTI's records went elsewhere (another client took the buffers) or
-  // were lost.
+  // CUPTI's records went elsewhere (another client took the buffers), were
+  // lost, or came and the join failed.
   uint64_t work_calls = 0;
   uint64_t work_without_device = 0;
 };

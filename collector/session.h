@@ -116,7 +116,6 @@ class Session {
   void apply_memory(uint64_t horizon) { feed_->apply(horizon); }
   void apply_all_memory() { feed_->apply_all(); }
   bool memory_pending() const { return feed_->pending(); }
-  void consume(const ExternalCorrelation& e) { external_.push_back(e); }
   void note_thread(uint32_t tid, const char* name);
 
   const RecordLog& records() const { return records_; }
@@ -126,7 +125,6 @@ class Session {
   // NVTX ranges (Kind::Nvtx records), for user_annotation spans.
   const std::vector<Record>& nvtx_ranges() const { return nvtx_; }
   const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
-  const std::vector<ExternalCorrelation>& external_correlations() const { return external_; }
   // Indexed by the record's name id.
   const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
   uint64_t device_consumed() const { return device_consumed_; }
@@ -146,7 +144,6 @@ class Session {
   bool own_feed_;
   std::vector<Record> nvtx_;
   ChunkedLog<DeviceRecord> device_;
-  std::vector<ExternalCorrelation> external_;
   std::unordered_map<uint32_t, DeviceStats> device_stats_;
   uint64_t device_consumed_ = 0;
   uint64_t device_overflow_ = 0;

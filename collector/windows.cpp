@@ -92,10 +92,6 @@ void Collector::route(const Record& r) {
   if (makes_device_work(r)) ++w.host_work;
   if (r.corr_first) corr_window_[r.corr_first] = n;
   if (r.corr_last) corr_window_[r.corr_last] = n;
-  if (context_.join_mode == "external" && (r.kind == Kind::Launch || r.kind == Kind::Graph ||
-                                           r.kind == Kind::Memcpy || r.kind == Kind::Memset)) {
-    id_window_[r.id] = n;
-  }
 }
 
 void Collector::route(const DeviceRecord& d, bool last_try) {
@@ -116,18 +112,6 @@ void Collector::route(const DeviceRecord& d, bool last_try) {
   }
   w->second.session->consume(d);
   ++w->second.device_got;
-}
-
-void Collector::route(const ExternalCorrelation& e) {
-  if (!windowed_) {
-    session_.consume(e);
-    return;
-  }
-  auto it = id_window_.find(e.external_id);
-  if (it == id_window_.end()) return;
-  corr_window_[e.correlation] = it->second;
-  auto w = windows_.find(it->second);
-  if (w != windows_.end() && w->second.session) w->second.session->consume(e);
 }
 
 void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
@@ -296,7 +280,6 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   // The window's correlation ids stay until the next one is written, so
   // that its device records still coming are counted as late.
   for (auto c = corr_window_.begin(); c != corr_window_.end();) c = c->second < n ? corr_window_.erase(c) : std::next(c);
-  for (auto c = id_window_.begin(); c != id_window_.end();) c = c->second < n ? id_window_.erase(c) : std::next(c);
   const uint64_t first_active = w.first_active;
   windows_.erase(it);  // `w` is gone from here on
   // Step ends before this window's are no longer needed.

@@ -18,8 +18,6 @@
 
 namespace nb::shim {
 
-std::atomic<JoinMode> g_join_mode{JoinMode::None};
-
 namespace {
 
 const CuptiApi* g_api = nullptr;
@@ -65,9 +63,7 @@ Fn driver_fn(const char* name) {
 }  // namespace
 
 bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why) {
-  JoinMode mode = JoinMode::Callback;
-  if (o.cupti_join == "external") mode = JoinMode::External;
-  if (o.cupti_join == "none") mode = JoinMode::None;
+  const bool join = o.cupti_join != "none";
 
   if (!tracer.load(o.cupti_lib, why)) return false;
   const CuptiApi& api = tracer.api();
@@ -84,30 +80,23 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
               : "cuptiSubscribe: " + api.error(r);
     return false;
   }
-  if (mode != JoinMode::Callback) {
+  if (!join) {
     api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
   }
 
-  DeviceTracerConfig config{mode == JoinMode::External, o.cupti_buffers_mb << 20};
+  DeviceTracerConfig config{o.cupti_buffers_mb << 20};
   if (!tracer.enable(config, why)) {
     if (g_subscriber) api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
     return false;
   }
 
-  const auto callbacks = match_callbacks(api, device_work_apis());
-  if (mode == JoinMode::Callback) {
-    g_callbacks = new std::vector<CuptiCallback>(callbacks);
-    for (const CuptiCallback& c : callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
-  } else if (mode == JoinMode::External) {
-    for (const CuptiCallback& c : callbacks) {
-      if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) api.cuptiActivityEnableDriverApi(c.cbid, 1);
-      else api.cuptiActivityEnableRuntimeApi(c.cbid, 1);
-    }
+  if (join) {
+    g_callbacks = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
+    for (const CuptiCallback& c : *g_callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
   }
   g_tracer = &tracer;
-  g_join_mode.store(mode, std::memory_order_release);
   return true;
 }
 
@@ -115,10 +104,8 @@ void hand_cupti_over(const char* call) {
   std::lock_guard<std::mutex> lock(g_handover_mu);
   if (g_handed_over || g_tracer == nullptr || g_api == nullptr) return;
   g_handed_over = true;
-  // Our hooks stop pushing correlation ids (Kineto pushes its own), our
-  // callbacks and our activity kinds go, and what CUPTI holds of ours is
-  // handed to us before the program's callbacks replace ours.
-  g_join_mode.store(JoinMode::None, std::memory_order_release);
+  // Our callbacks and our activity kinds go, and what CUPTI holds of ours
+  // is handed to us before the program's callbacks replace ours.
   g_tracer->hand_over();
   if (g_subscriber != nullptr) {
     enable_callbacks(0);
@@ -132,15 +119,6 @@ void hand_cupti_over(const char* call) {
 
 void pause_device_callbacks() { enable_callbacks(0); }
 void resume_device_callbacks() { enable_callbacks(1); }
-
-void push_external_id(uint64_t id) {
-  g_api->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
-}
-
-void pop_external_id() {
-  uint64_t id = 0;
-  g_api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
-}
 
 bool synchronize_devices(std::chrono::milliseconds limit) {
   using GetCurrent = CUresult (*)(CUcontext*);

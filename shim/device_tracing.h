@@ -4,9 +4,9 @@
 //             table hands each call's correlation id to the calling thread;
 //             the hook stores it in its record (no activity records for the
 //             API calls themselves, which is what costs).
-//   external  the hook pushes its record id as an external correlation id;
-//             CUPTI reports externalId ↔ correlationId (needs DRIVER/RUNTIME
-//             activity for those calls, enabled per callback id).
+//   (An "external" join, record ids pushed as CUPTI external correlation
+//   ids, was removed on 2026-11-30: on the H200 it joined nothing; see
+//   docs/performance.md.)
 //   none      device records only, no arrows.
 #pragma once
 #include <chrono>
@@ -16,7 +16,6 @@
 #include "collector/device_tracer.h"
 #include "collector/options.h"
 #include "formats/trace_model.h"
-#include "shim/join.h"
 
 namespace nb::shim {
 

@@ -10,7 +10,6 @@
 
 #include "collector/clock.h"
 #include "collector/record.h"
-#include "shim/join.h"
 #include "shim/stack_capture.h"
 #include "shim/state.h"
 #include "shim/steps.h"
@@ -47,10 +46,6 @@ class HookScope {
     if (rec_ == nullptr) return;
     t.corr_first = t.corr_last = 0;
     if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
-    if (__builtin_expect(g_join_mode.load(std::memory_order_relaxed) == JoinMode::External, 0) && causes_device_work(kind)) {
-      push_external_id(rec_->id);
-      pushed_ = true;
-    }
     rec_->start = now_ticks();  // last: our own work stays outside the call
   }
 
@@ -80,7 +75,6 @@ class HookScope {
     const ThreadState& t = t_state;
     rec_->corr_first = t.corr_first;
     rec_->corr_last = t.corr_last;
-    if (pushed_) pop_external_id();
     if (__builtin_expect(!g_exit_handler_registered.load(std::memory_order_relaxed), 0)) register_exit_handler();
   }
 
@@ -102,14 +96,9 @@ class HookScope {
   }
 
  private:
-  static bool causes_device_work(Kind k) {
-    return k == Kind::Launch || k == Kind::Graph || k == Kind::Memcpy || k == Kind::Memset;
-  }
-
   Record* rec_ = nullptr;
   Record* target_ = nullptr;
   bool entered_ = false;
-  bool pushed_ = false;
 };
 
 // A record not made by a hooked call (an NVTX range) on this thread, to fill

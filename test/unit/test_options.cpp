@@ -100,14 +100,14 @@ TEST_CASE("describe_options lists every variable once", "[options]") {
 
 TEST_CASE("choices and paths", "[options]") {
   std::vector<std::string> problems;
-  Options o = parse({{"NB_CUPTI_JOIN", " External "}, {"NB_TABLE_SORT", "calls"}, {"NB_CUPTI_LIB", ""}}, problems);
+  Options o = parse({{"NB_CUPTI_JOIN", " None "}, {"NB_TABLE_SORT", "calls"}, {"NB_CUPTI_LIB", ""}}, problems);
   REQUIRE(problems.empty());
-  CHECK(o.cupti_join == "external");
+  CHECK(o.cupti_join == "none");
   CHECK(o.table_sort == "calls");
   CHECK(o.cupti_lib.empty());
   o = parse({{"NB_CUPTI_JOIN", "kineto"}}, problems);
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of callback, external, none)") !=
+  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of callback, none)") !=
         std::string::npos);
   CHECK(o.cupti_join == "callback");
   std::string out;
