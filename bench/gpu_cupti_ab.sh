@@ -8,7 +8,9 @@
 # also runs nb itself the same way (bench/gpu/launch_cupti.cu "ab": nb
 # recording and dormant by turns, NB_TRIGGER=signal) with each join mode in
 # NB_JOINS (default "callback none"), NB_STACKS=none. VARIATIONS "" runs nb
-# only.
+# only. The default variations compare the joins' costs without nb:
+# activity alone, nb's callback setup, API records for the launch ids (an
+# API-record join), external ids (which joined nothing in nb, 2026-11-30).
 #
 #   bash bench/gpu_cupti_ab.sh BUILD_DIR OUT_DIR [REPS] [VARIATIONS]
 set -uo pipefail
@@ -16,7 +18,7 @@ B=$(readlink -f "$1")
 OUT=$2
 REPS=${3:-6}
 NB_JOINS=${NB_JOINS:-"callback none"}
-VARS=${4-"act act,pinned act,nothread act,pinned,nothread act,ts,cb,flush act,ts,cb,flush,pinned"}
+VARS=${4-"act act,ts,cb,flush act,api act,ext"}
 mkdir -p "$OUT"
 W=$(mktemp -d)
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -18,6 +18,10 @@
 //               around every launch; prints the return codes and what came
 //               back. nb's external join joined nothing on the H200
 //               (docs/gpu-validation.md): this tells which part fails.
+//     api       API activity records for the launch ids only (runtime and
+//               driver), no external ids: the cost of a join that matches
+//               each API record (thread, start, end, correlationId) to the
+//               hook around it
 //     ab        in-process pairs: the activity kinds go off and on again
 //               every 10 bursts, and the line also gives the median with
 //               them on, with them off, and the added ns — the machine's
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
   const int bursts = argc > 2 ? std::atoi(argv[2]) : 400;
   auto has = [&](const char* f) { return ("," + flags + ",").find(std::string(",") + f + ",") != std::string::npos; };
   const bool ext = has("ext") || has("extrt") || has("extdrv");
+  const bool api = has("api");
   cudaFree(nullptr);  // driver up
   std::atomic<bool> stop{false};
   std::thread flusher;
@@ -131,6 +136,10 @@ int main(int argc, char** argv) {
       const int drv = has("extrt") ? -1 : cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
       std::printf("rc kind %d rt %d drv %d ", k, rt, drv);
     }
+    if (api) {
+      std::printf("rc rt %d drv %d ", cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1),
+                  cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1));
+    }
     if (has("flush")) {
       flusher = std::thread([&] {
         while (!stop) {
@@ -154,6 +163,11 @@ int main(int argc, char** argv) {
     if (has("act")) {
       f(CUPTI_ACTIVITY_KIND_MEMCPY);
       f(CUPTI_ACTIVITY_KIND_MEMSET);
+    }
+    if (ext) f(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    if (api || ext) {
+      if (!has("extdrv")) cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, enable);
+      if (!has("extrt")) cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, enable);
     }
     if (sub) {
       cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
@@ -191,7 +205,7 @@ int main(int argc, char** argv) {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::printf("launch_ns median %.1f p90 %.1f halves %.1f %.1f records %ld corr %u", sorted[bursts / 2],
               sorted[bursts * 9 / 10], med(a), med(b), g_records.load(), t_corr);
-  if (ext)
+  if (ext || api)
     std::printf(" api_records %ld ext_records %ld ext_kind %ld", g_api_records.load(), g_ext_records.load(),
                 g_ext_kind.load());
   if (ab) std::printf(" on %.1f off %.1f added %.1f", med(on), med(off), med(on) - med(off));
