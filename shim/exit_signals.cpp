@@ -18,6 +18,11 @@ namespace {
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_pending{0};
+// A signal the program sends to its process group (or to every process):
+// the collector writes but does not die, then the program's own kill goes
+// out to the whole group, this process included.
+std::atomic<bool> g_write_only{false};
+std::atomic<bool> g_written{false};
 
 // libc's kill and raise, looked up when the shim loads: the lookup is not
 // async-signal-safe, their use is (a signal handler calls them). Without
@@ -69,10 +74,12 @@ bool is_exit_signal(int sig) {
 
 // The program is about to end itself with `sig` at its default action:
 // nothing would be written. Hand the signal to the collector as if it had
-// come from outside (it writes, then dies of it, die_of) and wait for that,
-// at most 30 s, after which the program's own signal goes ahead. Only
-// async-signal-safe calls: the program may be inside its own handler.
-void before_self_signal(int sig) {
+// come from outside and wait, at most 30 s, after which the program's own
+// signal goes ahead. `group`: the signal goes to other processes too, so
+// the collector only writes (and says so) and the program's kill then
+// reaches everyone; otherwise the collector writes and dies of it (die_of).
+// Only async-signal-safe calls: the program may be inside its own handler.
+void before_self_signal(int sig, bool group) {
   if (!is_exit_signal(sig) || !outputs_to_write()) return;
   const int saved_errno = errno;
   struct sigaction cur {};
@@ -80,11 +87,23 @@ void before_self_signal(int sig) {
   const bool at_default = sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
                           cur.sa_handler == SIG_DFL;  // a handler (ours too) takes it the usual way
   const bool deliverable = pthread_sigmask(SIG_BLOCK, nullptr, &blocked) == 0 && !sigismember(&blocked, sig);
-  int none = 0;
-  if (at_default && deliverable && g_pending.compare_exchange_strong(none, sig)) {
-    for (int i = 0; i < 3000; ++i) usleep(10000);
+  if (at_default && deliverable) {
+    // Said before the signal is handed over: the collector reads it after.
+    if (group) g_write_only.store(true);
+    int none = 0;
+    if (g_pending.compare_exchange_strong(none, sig)) {
+      for (int i = 0; i < 3000 && !(group && g_written.load()); ++i) usleep(10000);
+    } else if (group) {
+      g_write_only.store(false);  // a signal from outside came first: it is handled as such
+    }
   }
   errno = saved_errno;
+}
+
+// Whether kill(pid, ...) signals this process among others: its process
+// group (0 or minus the group), or every process it may signal (-1).
+bool signals_self_among_others(pid_t pid) {
+  return pid == 0 || pid == -1 || (pid < -1 && -pid == getpgrp());
 }
 
 }  // namespace
@@ -106,6 +125,9 @@ void install_exit_signals() {
 }
 
 int pending_exit_signal() { return g_pending.load(std::memory_order_relaxed); }
+
+bool exit_signal_write_only() { return g_write_only.load(); }
+void exit_signal_written() { g_written.store(true); }
 
 int release_exit_signals() {
   for (int sig : kSignals) {
@@ -137,14 +159,16 @@ void die_of(int sig) {
 // SIGTERM or SIGHUP at the default action. Python does exactly that after an
 // uncaught KeyboardInterrupt (Py_FinalizeEx, then SIGINT back to SIG_DFL and
 // kill(getpid(), SIGINT), so the shell sees "killed by SIGINT"), as do C
-// programs that re-raise from their own handler. Every other call goes
-// straight to libc's.
+// programs that re-raise from their own handler, and launchers that end
+// their whole process group (kill(0, SIGTERM), Python's os.killpg).
+// Every other call goes straight to libc's.
 extern "C" __attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
-  if (pid == getpid()) nb::shim::before_self_signal(sig);
+  if (pid == getpid()) nb::shim::before_self_signal(sig, false);
+  else if (nb::shim::signals_self_among_others(pid)) nb::shim::before_self_signal(sig, true);
   return nb::shim::real_kill(pid, sig);
 }
 
 extern "C" __attribute__((visibility("default"))) int raise(int sig) {
-  nb::shim::before_self_signal(sig);
+  nb::shim::before_self_signal(sig, false);
   return nb::shim::real_raise(sig);
 }

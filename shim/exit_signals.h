@@ -10,6 +10,11 @@ namespace nb::shim {
 
 void install_exit_signals();  // when recording starts
 int pending_exit_signal();    // 0 = none; polled by the collector
+// The pending signal came from the program's own kill to its process group
+// (or to all): the collector writes, calls exit_signal_written(), and lets
+// the program's kill do the rest instead of dying first.
+bool exit_signal_write_only();
+void exit_signal_written();
 // Gives the signals back (those still ours) once nothing will write files
 // any more: after the outputs are written, and in a forked child, where no
 // collector runs to act on them. Returns a signal that arrived meanwhile.

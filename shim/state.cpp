@@ -324,6 +324,12 @@ bool start_collector() {
   CollectorHooks hooks{[] { return synchronize_devices(std::chrono::seconds(5)); }, query_devices,
                        [] { return g_calls_during_start.load(std::memory_order_relaxed); }, stack_sources(),
                        pending_exit_signal, [](int sig) {
+                         if (exit_signal_write_only()) {
+                           // The program's kill to its group follows.
+                           finish(false);
+                           exit_signal_written();
+                           return;
+                         }
                          // Said before writing, so that an exit racing
                          // this one waits for the signal, not for exit().
                          g_dying_signal.store(sig);

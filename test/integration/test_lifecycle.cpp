@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <algorithm>
 #include <regex>
@@ -236,6 +240,38 @@ TEST_CASE("a one-shot handler that re-raises its signal at the default action: t
       REQUIRE(!r.trace.is_null());
       REQUIRE(!r.snapshot.is_null());
       CHECK(r.snapshot["segments"].size() == 1);
+    }
+  }
+}
+
+// [no-tsan]: as above, the hooked kill looks at the signal's disposition.
+TEST_CASE("a program that ends its process group with SIGTERM: the files are written, then the whole group dies of it",
+          "[integration][lifecycle][signals][no-tsan]") {
+  for (const char* how : {"kill0", "killpg"}) {
+    DYNAMIC_SECTION(how) {
+      nbtest::TempDir dir;
+      const auto r = nbtest::run_recorded(dir, "signals", {"group", how}, {{"NB_PRINT_TABLE", "0"}});
+      INFO(r.run.err);
+      CHECK(r.run.exit_code == -1);
+      CHECK(r.run.signal == SIGTERM);
+      REQUIRE(!r.trace.is_null());
+      REQUIRE(!r.snapshot.is_null());
+      CHECK(r.snapshot["segments"].size() == 1);  // the 2 MiB still live
+      // The other member of the group got the signal too (nb did not die
+      // before the program's kill went out).
+      const int child = std::atoi(nbtest::read_file(dir.file("child.pid")).c_str());
+      REQUIRE(child > 0);
+      // Dead: no such process, or a zombie nobody reaped yet (its parent
+      // died first; in a container, PID 1 may not reap it at once).
+      const auto dead = [child] {
+        if (::kill(child, 0) != 0 && errno == ESRCH) return true;
+        const std::string stat = nbtest::read_file("/proc/" + std::to_string(child) + "/stat");
+        const size_t paren = stat.rfind(')');
+        return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+      };
+      bool gone = false;
+      for (int i = 0; i < 200 && !(gone = dead()); ++i) usleep(10000);
+      CHECK(gone);
     }
   }
 }

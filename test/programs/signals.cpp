@@ -9,11 +9,17 @@
 //   signals ignore        SIGHUP ignored (as under nohup): the program carries on, exits 0
 //   signals fork          a forked child (no exec) gets SIGTERM from its parent: exits 0 if it
 //                         died of it, 4 if not
+//   signals group HOW     leads a new process group with a forked child (no exec) in it, writes
+//                         the child's pid to ./child.pid, sets SIGTERM back to its default
+//                         and ends the group with it
+//                         (HOW: kill0 = kill(0, ..), killpg = kill(-pgid, ..), all = kill(-1, ..)
+//                         is not tried: it would reach every process of the user)
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -70,6 +76,26 @@ int main(int argc, char** argv) {
     sig = SIGHUP;
   }
   some_cuda_work();
+  if (mode == "group") {
+    if (setpgid(0, 0) != 0) return 6;
+    const pid_t child = fork();
+    if (child == 0) {
+      for (int i = 0; i < 1000; ++i) usleep(10000);
+      _exit(3);
+    }
+    if (FILE* f = std::fopen("child.pid", "w")) {
+      std::fprintf(f, "%d\n", static_cast<int>(child));
+      std::fclose(f);
+    }
+    // As a launcher ending itself and its workers does: SIGTERM back to the
+    // default (nb's own handler would otherwise take it the usual way),
+    // then the whole group.
+    signal(SIGTERM, SIG_DFL);
+    const bool killpg_form = argc > 2 && !std::strcmp(argv[2], "killpg");
+    kill(killpg_form ? -getpgrp() : 0, SIGTERM);
+    for (int i = 0; i < 1000; ++i) usleep(10000);
+    return 3;
+  }
   if (mode == "fork") {
     const pid_t child = fork();
     if (child == 0) {
