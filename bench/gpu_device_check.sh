@@ -10,13 +10,15 @@
 #      as issue 3 measures), alternating, ABBA; the first EXTRA rounds also
 #      run join callback and join none
 #
-#   bash bench/gpu_device_check.sh BUILD_DIR OUT_DIR [ROUNDS] [EXTRA]
+#   JOIN=api bash bench/gpu_device_check.sh BUILD_DIR OUT_DIR [ROUNDS] [EXTRA]
+#   (JOIN: the NB_CUPTI_JOIN of every nb run but the EXTRA ones; default callback)
 set -uo pipefail
 B=$(readlink -f "$1")
 OUT=$2
 ROUNDS=${3:-10}
 EXTRA=${4:-4}
 SHIM=$B/shim/libnb_shim.so
+export NB_CUPTI_JOIN=${JOIN:-callback}
 W=$(mktemp -d)
 mkdir -p "$OUT"
 S="$OUT/summary.txt"
@@ -24,6 +26,7 @@ log() { echo "== $*" | tee -a "$S"; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 nvidia-smi -L | tee -a "$S"
+echo "NB_CUPTI_JOIN=$NB_CUPTI_JOIN" | tee -a "$S"
 
 log "1 nvcc static runtime + cuBLAS"
 LD_PRELOAD=$SHIM NB_OUT=$W/cublas NB_TABLE_ROWS=6 "$B/bench/cublas_static" >"$W/cublas.txt" 2>&1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nb's overhead on the decode loop, paired inside one process (issue 3's
 # ≤ 1.15x and issue 4's ≤ 1.30x with NB_STACKS=all), results into OUT_DIR.
-# One process per MODE (default: "default stacksall"; also nostacks and
-# nojoin: see the case below); see
+# One process per MODE (default: "default stacksall"; also nostacks,
+# nojoin and api: see the case below); see
 # bench/gpu/decode_inprocess_ab.py for the method.
 #
 #   bash bench/gpu_inprocess_overhead.sh BUILD_DIR OUT_DIR [PAIRS] [MODES]
@@ -21,6 +21,7 @@ for m in $MODES; do
     stacksall) extra="NB_STACKS=all" ;;
     nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks"
     nojoin) extra="NB_STACKS=none NB_CUPTI_JOIN=none" ;;         # CUPTI activity, no join: the floor
+    api) extra="NB_STACKS=none NB_CUPTI_JOIN=api" ;;             # API records matched to the hooks
     *) echo "unknown mode $m"; exit 2 ;;
   esac
   echo "== $m" | tee -a "$OUT/inprocess.txt"

@@ -92,6 +92,7 @@ size_t Collector::drain_rings() {
 }
 
 size_t Collector::drain_once() {
+  if (context_.join_mode == "api") pass_anchor_ = read_anchor();
   if (windowed_) check_arming();
   const size_t n = drain_rings();
   // Memory records older than the horizon cannot be overtaken by one still
@@ -148,7 +149,18 @@ uint64_t Collector::memory_horizon() const {
 
 void Collector::take_device_records() {
   std::vector<DeviceRecord> records;
-  tracer_->take(records);
+  std::vector<ApiCall> api_calls;
+  tracer_->take(records, api_calls);
+  // API calls first: in join mode "api" they say where a device record goes.
+  if (!api_calls.empty() || !retry_api_.empty()) {
+    std::vector<ApiCall> retry;
+    retry.swap(retry_api_);
+    for (const ApiCall& a : retry) route(a, true);
+    for (const ApiCall& a : api_calls) route(a, false);
+    constexpr uint64_t kKeepNs = 60000000000ull;  // CUPTI delivers well within a minute
+    const uint64_t now = pass_anchor_.mono_ns;
+    if (now > kKeepNs) api_join_.forget_before(now - kKeepNs);
+  }
   // Device records can come before their host call's record is drained
   // (the call still returning, or its ring not reached yet this pass): the
   // ones with no window yet get one more pass.

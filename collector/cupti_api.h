@@ -29,6 +29,7 @@ struct CuptiApi {
   X(cuptiActivityGetNumDroppedRecords)         \
   X(cuptiActivityEnableDriverApi)              \
   X(cuptiActivityEnableRuntimeApi)             \
+  X(cuptiSetThreadIdType)                      \
   X(cuptiActivityPushExternalCorrelationId)    \
   X(cuptiActivityPopExternalCorrelationId)     \
   X(cuptiSubscribe)                            \

@@ -29,4 +29,23 @@ struct DeviceRecord {
   uint64_t graph_node_id = 0;
 };
 
+// A traced API call as CUPTI saw it (RUNTIME/DRIVER activity, enabled only
+// for the calls that make device work; join mode "api"): on which thread,
+// when (monotonic ns, through nb's timestamp callback), and the correlation
+// id its device work carries.
+struct ApiCall {
+  uint32_t tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t correlation = 0;
+};
+
+// Host record `host_id` made the call whose device work carries
+// `correlation` (join mode "api": found by matching an ApiCall to the hook
+// around it).
+struct CorrelationLink {
+  uint64_t host_id = 0;
+  uint32_t correlation = 0;
+};
+
 }  // namespace nb

@@ -71,6 +71,7 @@ bool DeviceTracer::load(const std::string& cupti_lib, std::string& why) {
 }
 
 bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
+  api_records_ = config.api_records;
   max_buffers_ = config.pool_bytes / kBufferBytes;
   if (max_buffers_ < 2) max_buffers_ = 2;
   free_buffers_.reserve(max_buffers_);  // returning a buffer never allocates
@@ -145,10 +146,12 @@ void DeviceTracer::hand_over() {
   handed_over_.store(true, std::memory_order_release);
 }
 
-void DeviceTracer::take(std::vector<DeviceRecord>& records) {
+void DeviceTracer::take(std::vector<DeviceRecord>& records, std::vector<ApiCall>& api_calls) {
   std::lock_guard<std::mutex> lock(mu_);
   records.swap(queue_);
   queue_.clear();
+  api_calls.swap(api_queue_);
+  api_queue_.clear();
 }
 
 DeviceTracerCounts DeviceTracer::counts() const {
@@ -225,6 +228,7 @@ DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
 
 void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   std::vector<DeviceRecord> local;
+  std::vector<ApiCall> api_calls;
   uint64_t other = 0;
   bool failed = false;
   CUpti_Activity* rec = nullptr;
@@ -280,6 +284,13 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         local.push_back(d);
         break;
       }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+        if (api_records_) api_calls.push_back({a->threadId, a->start, a->end, a->correlationId});
+        else ++other;
+        break;
+      }
       default:
         ++other;
     }
@@ -302,6 +313,7 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   if (failed) ++counts_.failed_buffers;
   try {
     queue_.insert(queue_.end(), local.begin(), local.end());
+    api_queue_.insert(api_queue_.end(), api_calls.begin(), api_calls.end());
   } catch (...) {
     ++counts_.failed_buffers;
   }

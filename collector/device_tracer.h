@@ -18,7 +18,8 @@
 namespace nb {
 
 struct DeviceTracerConfig {
-  size_t pool_bytes;  // NB_CUPTI_BUFFERS_MB
+  size_t pool_bytes;   // NB_CUPTI_BUFFERS_MB
+  bool api_records;    // join mode "api": keep RUNTIME/DRIVER records as ApiCalls
 };
 
 struct DeviceTracerCounts {
@@ -45,7 +46,7 @@ class DeviceTracer {
   // Collector thread: hand over complete buffers (forced: also the ones in
   // flight, after the caller synchronized the device), then take the queue.
   void flush(bool forced);
-  void take(std::vector<DeviceRecord>& records);
+  void take(std::vector<DeviceRecord>& records, std::vector<ApiCall>& api_calls);
   // Stops activity (after a forced flush). Idempotent.
   void stop();
   // Between recording windows: activity off, buffers kept; resume() turns
@@ -85,6 +86,8 @@ class DeviceTracer {
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
   std::vector<DeviceRecord> queue_;
+  std::vector<ApiCall> api_queue_;
+  bool api_records_ = false;
   std::unordered_map<const char*, uint32_t> kernel_names_;  // CUPTI's name pointers are stable
   std::unordered_map<uint32_t, uint32_t> fixed_names_;      // copy/set name keys
   DeviceTracerCounts counts_;

@@ -237,6 +237,16 @@ formats::Category device_category(DeviceKind k) {
 std::unordered_map<uint32_t, size_t> host_calls_by_correlation(const Session& s, const OutputContext& ctx) {
   std::unordered_map<uint32_t, size_t> by_corr;
   const RecordLog& recs = s.records();
+  if (ctx.join_mode == "api") {
+    std::unordered_map<uint64_t, size_t> by_id;
+    by_id.reserve(recs.size());
+    for (size_t i = 0; i < recs.size(); ++i) by_id.emplace(recs[i].id, i);
+    for (const CorrelationLink& l : s.correlation_links()) {
+      auto it = by_id.find(l.host_id);
+      if (it != by_id.end()) by_corr.emplace(l.correlation, it->second);
+    }
+    return by_corr;
+  }
   for (size_t i = 0; i < recs.size(); ++i) {
     if (recs[i].corr_first) by_corr.emplace(recs[i].corr_first, i);
     if (recs[i].corr_last && recs[i].corr_last != recs[i].corr_first) by_corr.emplace(recs[i].corr_last, i);

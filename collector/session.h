@@ -113,6 +113,7 @@ class Session {
 
   void consume(const Record& r);
   void consume(const DeviceRecord& d);
+  void consume(const CorrelationLink& l) { links_.push_back(l); }
   void apply_memory(uint64_t horizon) { feed_->apply(horizon); }
   void apply_all_memory() { feed_->apply_all(); }
   bool memory_pending() const { return feed_->pending(); }
@@ -125,6 +126,8 @@ class Session {
   // NVTX ranges (Kind::Nvtx records), for user_annotation spans.
   const std::vector<Record>& nvtx_ranges() const { return nvtx_; }
   const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
+  // Join mode "api": which host record made the call of a correlation id.
+  const std::vector<CorrelationLink>& correlation_links() const { return links_; }
   // Indexed by the record's name id.
   const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
   uint64_t device_consumed() const { return device_consumed_; }
@@ -144,6 +147,7 @@ class Session {
   bool own_feed_;
   std::vector<Record> nvtx_;
   ChunkedLog<DeviceRecord> device_;
+  std::vector<CorrelationLink> links_;
   std::unordered_map<uint32_t, DeviceStats> device_stats_;
   uint64_t device_consumed_ = 0;
   uint64_t device_overflow_ = 0;

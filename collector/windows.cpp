@@ -72,6 +72,7 @@ Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
 void Collector::route(const Record& r) {
   if (!windowed_) {
     session_.consume(r);
+    note_for_api_join(r, 0);
     if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
     return;
   }
@@ -81,15 +82,22 @@ void Collector::route(const Record& r) {
   if (!armed_) check_arming();
   if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
   const StepPlan p = plan(r.step);
-  if (p.action != StepAction::Record && p.action != StepAction::RecordAndSave) return;  // waiting or warming up
+  // Calls outside every window are still known to the "api" join, so that
+  // their API records find them and not a neighbour inside a window.
+  if (p.action != StepAction::Record && p.action != StepAction::RecordAndSave) {  // waiting or warming up
+    note_for_api_join(r, 0);
+    return;
+  }
   const uint64_t n = window_base_ + p.window;
   if (n <= last_written_) {
     ++late_records_;
+    note_for_api_join(r, 0);
     return;
   }
   Window& w = window(n, p.window);
   w.session->consume(r);
   if (makes_device_work(r)) ++w.host_work;
+  note_for_api_join(r, n);
   if (r.corr_first) corr_window_[r.corr_first] = n;
   if (r.corr_last) corr_window_[r.corr_last] = n;
 }
@@ -112,6 +120,42 @@ void Collector::route(const DeviceRecord& d, bool last_try) {
   }
   w->second.session->consume(d);
   ++w->second.device_got;
+}
+
+uint64_t Collector::mono_from_ticks(uint64_t ticks) const {
+  if (!g_ticks_are_tsc) return ticks;
+  const ClockAnchor& a = start_anchor_;
+  const ClockAnchor& b = pass_anchor_;
+  if (b.ticks <= a.ticks) return a.mono_ns;
+  const double ns_per_tick = static_cast<double>(b.mono_ns - a.mono_ns) / static_cast<double>(b.ticks - a.ticks);
+  return a.mono_ns + static_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(ticks - a.ticks)) * ns_per_tick);
+}
+
+void Collector::note_for_api_join(const Record& r, uint64_t window) {
+  if (context_.join_mode != "api") return;
+  if (r.kind != Kind::Launch && r.kind != Kind::Graph && r.kind != Kind::Memcpy && r.kind != Kind::Memset) return;
+  // Records drained outside drain_once (at the end) still need a slope.
+  if (pass_anchor_.ticks <= start_anchor_.ticks) pass_anchor_ = read_anchor();
+  api_join_.add(r.tid, ApiJoin::Host{mono_from_ticks(r.start), mono_from_ticks(r.end), r.id, window});
+}
+
+void Collector::route(const ApiCall& a, bool last_try) {
+  ApiJoin::Host h;
+  if (!api_join_.match(a, h)) {
+    // Its host call not drained yet (CUPTI wrote the record inside the
+    // call, before the hook published it), or made outside recording.
+    if (!last_try) retry_api_.push_back(a);
+    return;
+  }
+  const CorrelationLink link{h.id, a.correlation};
+  if (!windowed_) {
+    session_.consume(link);
+    return;
+  }
+  if (h.window == 0) return;  // made outside every window
+  corr_window_[a.correlation] = h.window;
+  auto w = windows_.find(h.window);
+  if (w != windows_.end() && w->second.session) w->second.session->consume(link);
 }
 
 void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {

@@ -27,7 +27,15 @@ std::mutex g_handover_mu;
 bool g_handed_over = false;  // guarded by g_handover_mu
 std::vector<CuptiCallback>* g_callbacks = nullptr;  // enabled for the join (callback mode)
 
+std::vector<CuptiCallback>* g_api_records = nullptr;  // traced by API activity (join mode "api")
+
 void enable_callbacks(uint32_t on) {
+  if (g_api != nullptr && g_api_records != nullptr) {
+    for (const CuptiCallback& c : *g_api_records) {
+      if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) g_api->cuptiActivityEnableDriverApi(c.cbid, static_cast<uint8_t>(on));
+      else g_api->cuptiActivityEnableRuntimeApi(c.cbid, static_cast<uint8_t>(on));
+    }
+  }
   if (g_api == nullptr || g_subscriber == nullptr || g_callbacks == nullptr) return;
   for (const CuptiCallback& c : *g_callbacks) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
 }
@@ -63,7 +71,8 @@ Fn driver_fn(const char* name) {
 }  // namespace
 
 bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why) {
-  const bool join = o.cupti_join != "none";
+  const bool callback_join = o.cupti_join == "callback";
+  const bool api_join = o.cupti_join == "api";
 
   if (!tracer.load(o.cupti_lib, why)) return false;
   const CuptiApi& api = tracer.api();
@@ -80,21 +89,29 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
               : "cuptiSubscribe: " + api.error(r);
     return false;
   }
-  if (!join) {
+  if (!callback_join) {
     api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
   }
+  // API records name the thread by its system id, as nb's records do.
+  if (api_join) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 
-  DeviceTracerConfig config{o.cupti_buffers_mb << 20};
+  DeviceTracerConfig config{o.cupti_buffers_mb << 20, api_join};
   if (!tracer.enable(config, why)) {
     if (g_subscriber) api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
     return false;
   }
 
-  if (join) {
+  if (callback_join) {
     g_callbacks = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
     for (const CuptiCallback& c : *g_callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
+  }
+  if (api_join) {
+    // Activity records for these calls only, not the whole RUNTIME/DRIVER
+    // kinds (every call, as Kineto collects, costs far more).
+    g_api_records = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
+    enable_callbacks(1);
   }
   g_tracer = &tracer;
   return true;
@@ -107,8 +124,9 @@ void hand_cupti_over(const char* call) {
   // Our callbacks and our activity kinds go, and what CUPTI holds of ours
   // is handed to us before the program's callbacks replace ours.
   g_tracer->hand_over();
+  enable_callbacks(0);
+  g_api_records = nullptr;  // from now on pause/resume leave CUPTI alone
   if (g_subscriber != nullptr) {
-    enable_callbacks(0);
     g_api->cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
   }

@@ -61,6 +61,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -353,6 +354,8 @@ void fire(const Subscription& sub, CUpti_ApiCallbackSite site, FakeCudaApiCall* 
     sub.callback(sub.userdata, static_cast<CUpti_CallbackDomain>(call->domain), call->cbid, &data);
 }
 
+std::atomic<int> g_thread_id_type{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
+
 void on_api_enter(FakeCudaApiCall* call) {
     call->correlation_id = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
     call->start_ns = now_ns();
@@ -396,7 +399,9 @@ void on_api_exit(FakeCudaApiCall* call) {
         r.start = call->start_ns;
         r.end = now_ns();
         r.processId = static_cast<uint32_t>(getpid());
-        r.threadId = static_cast<uint32_t>(pthread_self());  // CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT
+        r.threadId = g_thread_id_type.load() == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+                         ? static_cast<uint32_t>(syscall(SYS_gettid))
+                         : static_cast<uint32_t>(pthread_self());  // the DEFAULT type
         r.correlationId = call->correlation_id;
         emit(r);
     }
@@ -719,6 +724,13 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
     return set_api_activity(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, enable);
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+    if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    g_thread_id_type.store(type);
+    return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {

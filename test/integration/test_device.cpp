@@ -131,10 +131,11 @@ void check_no_partial_overlaps(const json& trace) {
 
 TEST_CASE("device work: each piece once, joined to its host call by a bound arrow", "[integration][device]") {
   for (const char* correlation : {"outer", "inner"}) {
-    DYNAMIC_SECTION("CUPTI correlation " << correlation) {
+    for (const char* join : {"callback", "api"}) {
+    DYNAMIC_SECTION("CUPTI correlation " << correlation << ", join " << join) {
       nbtest::TempDir dir;
       const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")},
-                                          {{"FAKE_CUPTI_CORRELATION", correlation}});
+                                          {{"FAKE_CUPTI_CORRELATION", correlation}, {"NB_CUPTI_JOIN", join}});
       INFO(r.run.err);
       REQUIRE(r.run.exit_code == 0);
       const auto expected = expected_device_work(dir.file("manifest"));
@@ -146,6 +147,32 @@ TEST_CASE("device work: each piece once, joined to its host call by a bound arro
       }
       CHECK(seen.size() == expected.size());
       check_no_partial_overlaps(r.trace);
+    }
+    }
+  }
+}
+
+TEST_CASE("16 threads launching at once: every kernel joined to the very call that launched it", "[integration][device][threads]") {
+  for (const char* join : {"callback", "api"}) {
+    DYNAMIC_SECTION("join " << join) {
+      nbtest::TempDir dir;
+      const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "16", "500"}, {{"NB_CUPTI_JOIN", join}});
+      INFO(r.run.err);
+      REQUIRE(r.run.exit_code == 0);
+      std::map<uint64_t, nlohmann::json> host_by_id;
+      for (const auto& e : nbtest::host_calls(r.trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+      long kernels = 0, exact = 0;
+      for (const auto& e : r.trace["traceEvents"]) {
+        if (e.value("cat", "") != "kernel") continue;
+        ++kernels;
+        if (!e["args"].contains("External id")) continue;
+        const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+        if (host == host_by_id.end()) continue;
+        // Launch i of thread t had grid (i + 1, t + 1) on both sides.
+        exact += host->second["args"]["grid"] == e["args"]["grid"];
+      }
+      CHECK(kernels == 16 * 500);
+      CHECK(exact == kernels);
     }
   }
 }

@@ -1,5 +1,7 @@
 // N threads launch kernels and allocate at once (argv: MANIFEST THREADS ITERS).
 // Every call is counted in the manifest as "count NAME N" lines at the end.
+// Launch i of thread t has grid (i + 1, t + 1): a joined kernel says which
+// call it came from.
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -26,12 +28,13 @@ int main(int argc, char** argv) {
 
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
+    pool.emplace_back([&, t] {
       CHECK_CU(cuCtxSetCurrent(ctx));
       for (int i = 0; i < iters; ++i) {
         CUdeviceptr p;
         CHECK_CU(cuMemAlloc_v2(&p, 64));
-        CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+        CHECK_CU(cuLaunchKernel(f, static_cast<unsigned>(i + 1), static_cast<unsigned>(t + 1), 1, 1, 1, 1, 0, nullptr,
+                                nullptr, nullptr));
         CHECK_CU(cuMemFree_v2(p));
       }
     });

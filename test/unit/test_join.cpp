@@ -96,6 +96,19 @@ TEST_CASE("callback join: first or last correlation id of a host call finds its 
   CHECK(host_corr[9] == 13);
 }
 
+TEST_CASE("api join: correlation links map device work to host records", "[join]") {
+  Session s(SessionLimits{});
+  s.consume(host(7, kApi_cuLaunchKernel, 1000, 2000, 0, 0));
+  s.consume(CorrelationLink{7, 55});
+  s.consume(kernel(55, 7, 2500, 2600, 1));
+  s.consume(kernel(56, 7, 2700, 2800, 1));  // no link: not joined
+  JoinStats js;
+  const auto t = build_trace(s, context("api"), &js);
+  CHECK(js.device_records == 2);
+  CHECK(js.joined == 1);
+  CHECK(t.flows.size() == 2);
+}
+
 TEST_CASE("most calls unjoined: missing device records blame another client, present ones the join", "[join]") {
   // 10 launches; the device records either never came (another CUPTI client
   // took them) or came with correlation ids no host call carries (a join

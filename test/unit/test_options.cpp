@@ -107,7 +107,7 @@ TEST_CASE("choices and paths", "[options]") {
   CHECK(o.cupti_lib.empty());
   o = parse({{"NB_CUPTI_JOIN", "kineto"}}, problems);
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of callback, none)") !=
+  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of callback, api, none)") !=
         std::string::npos);
   CHECK(o.cupti_join == "callback");
   std::string out;
