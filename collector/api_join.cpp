@@ -34,6 +34,13 @@ bool ApiJoin::match(const ApiCall& a, Host& out, uint64_t slack_ns) const {
   return true;
 }
 
+void ApiJoin::matched(uint32_t tid, const Host& h) {
+  auto it = by_thread_.find(tid);
+  if (it == by_thread_.end()) return;
+  std::deque<Host>& q = it->second;
+  while (!q.empty() && q.front().start_ns < h.start_ns) q.pop_front();
+}
+
 void ApiJoin::forget_before(uint64_t ns) {
   for (auto it = by_thread_.begin(); it != by_thread_.end();) {
     std::deque<Host>& q = it->second;

@@ -30,7 +30,11 @@ class ApiJoin {
   // within `slack_ns` of it, for the error of converting host ticks to
   // nanoseconds); false if there is none yet.
   bool match(const ApiCall& a, Host& out, uint64_t slack_ns = 1000) const;
-  // Forgets host calls that ended before `ns`.
+  // `h` was matched: CUPTI writes a thread's API records in the order of its
+  // calls, so that thread's earlier calls will not be asked for again.
+  void matched(uint32_t tid, const Host& h);
+  // Forgets host calls that ended before `ns` (a bound for threads whose
+  // records stop coming).
   void forget_before(uint64_t ns);
   size_t size() const;
 

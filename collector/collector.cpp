@@ -157,7 +157,10 @@ void Collector::take_device_records() {
     retry.swap(retry_api_);
     for (const ApiCall& a : retry) route(a, true);
     for (const ApiCall& a : api_calls) route(a, false);
-    constexpr uint64_t kKeepNs = 60000000000ull;  // CUPTI delivers well within a minute
+    // Matched calls leave the index as they go (ApiJoin::matched); this
+    // bounds what a thread whose records stop coming leaves behind. CUPTI
+    // hands over full buffers even with NB_CUPTI_FLUSH_MS=0.
+    constexpr uint64_t kKeepNs = 60000000000ull;
     const uint64_t now = pass_anchor_.mono_ns;
     if (now > kKeepNs) api_join_.forget_before(now - kKeepNs);
   }

@@ -147,6 +147,7 @@ void Collector::route(const ApiCall& a, bool last_try) {
     if (!last_try) retry_api_.push_back(a);
     return;
   }
+  api_join_.matched(a.tid, h);
   const CorrelationLink link{h.id, a.correlation};
   if (!windowed_) {
     session_.consume(link);

@@ -45,3 +45,19 @@ TEST_CASE("api join: forgetting old calls", "[join]") {
   REQUIRE(j.match(call(1, 2600, 2900, 2), h));
   CHECK(h.id == 12);
 }
+
+TEST_CASE("api join: a thread's earlier calls leave once a later one is matched", "[join]") {
+  ApiJoin j;
+  j.add(1, {1000, 1500, 11, 0});
+  j.add(1, {2500, 3000, 12, 0});
+  j.add(1, {4000, 4600, 13, 0});
+  j.add(2, {1000, 1200, 21, 0});
+  ApiJoin::Host h;
+  REQUIRE(j.match(call(1, 2600, 2900, 1), h));
+  j.matched(1, h);
+  CHECK(j.size() == 3);  // 12 and 13 on thread 1, 21 on thread 2
+  REQUIRE(j.match(call(1, 2600, 2900, 1), h));
+  CHECK(h.id == 12);
+  REQUIRE(j.match(call(2, 1050, 1150, 2), h));
+  CHECK(h.id == 21);
+}
