@@ -57,6 +57,8 @@ struct TimeMap {
   int64_t epoch_from_mono(uint64_t mono_ns) const {
     return mono_epoch0 + static_cast<int64_t>(mono_ns - mono0);
   }
+  // Ticks → monotonic ns, to compare host records with CUPTI's times.
+  uint64_t mono_ns(uint64_t ticks) const { return mono0 + static_cast<uint64_t>(epoch_ns(ticks) - mono_epoch0); }
 
   int64_t epoch_ns(uint64_t ticks) const {
     const double d = static_cast<double>(static_cast<int64_t>(ticks - tick0)) * ns_per_tick;

@@ -31,7 +31,8 @@ Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable
       tracer_(tracer && tracer->running() ? tracer : nullptr),
       hooks_(std::move(hooks)),
       session_(SessionLimits{options.trace_max_events, options.mem_max_entries}),
-      stacks_(hooks_.stacks) {
+      stacks_(hooks_.stacks),
+      api_join_on_(context_.join_mode == "api") {
   schedule_ = Schedule{options.skip_first, options.wait, options.warmup, options.active, options.repeat};
   const StepMarker marker = step_marker_for(options.step, options.active != 0);
   capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
@@ -92,7 +93,7 @@ size_t Collector::drain_rings() {
 }
 
 size_t Collector::drain_once() {
-  if (context_.join_mode == "api") pass_anchor_ = read_anchor();
+  if (api_join_on_) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
   if (windowed_) check_arming();
   const size_t n = drain_rings();
   // Memory records older than the horizon cannot be overtaken by one still
@@ -161,7 +162,7 @@ void Collector::take_device_records() {
     // bounds what a thread whose records stop coming leaves behind. CUPTI
     // hands over full buffers even with NB_CUPTI_FLUSH_MS=0.
     constexpr uint64_t kKeepNs = 60000000000ull;
-    const uint64_t now = pass_anchor_.mono_ns;
+    const uint64_t now = monotonic_ns();
     if (now > kKeepNs) api_join_.forget_before(now - kKeepNs);
   }
   // Device records can come before their host call's record is drained

@@ -87,7 +87,6 @@ class Collector {
   void route(const DeviceRecord& d, bool last_try);
   void route(const ApiCall& a, bool last_try);  // join mode "api"
   void note_for_api_join(const Record& r, uint64_t window);
-  uint64_t mono_from_ticks(uint64_t ticks) const;
   StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
   Window& window(uint64_t n, uint64_t rel_step);
   void note_step_end(uint64_t step, uint64_t tick, uint32_t tid);
@@ -138,7 +137,9 @@ class Collector {
   StackTable stacks_;
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
-  ClockAnchor pass_anchor_;   // read each pass in join mode "api": ticks → monotonic ns meanwhile
+  // Join mode "api": ticks → monotonic ns meanwhile, fitted once a pass.
+  const bool api_join_on_;
+  TimeMap pass_map_;
   ApiJoin api_join_;
   std::vector<ApiCall> retry_api_;  // host call not drained yet: one more pass
   std::mutex mu_;

@@ -72,13 +72,17 @@ struct alignas(64) Record {
 };
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
 
-// A successful call that gives the device work CUPTI reports (a launch, a
-// graph launch, a set, a copy other than host to host): the calls a device
-// record should come back for.
+// The kinds of call that can give the device work CUPTI reports (launches,
+// graph launches, copies, sets): the calls a join traces.
+inline bool is_device_work_kind(Kind k) {
+  return k == Kind::Launch || k == Kind::Graph || k == Kind::Memcpy || k == Kind::Memset;
+}
+
+// A successful call that gives the device work CUPTI reports (a copy only
+// if not host to host): the calls a device record should come back for.
 inline bool makes_device_work(const Record& r) {
-  if (r.result != 0) return false;
-  return r.kind == Kind::Launch || r.kind == Kind::Graph || r.kind == Kind::Memset ||
-         (r.kind == Kind::Memcpy && static_cast<CopyKind>(r.aux) != CopyKind::HtoH);
+  if (r.result != 0 || !is_device_work_kind(r.kind)) return false;
+  return r.kind != Kind::Memcpy || static_cast<CopyKind>(r.aux) != CopyKind::HtoH;
 }
 
 }  // namespace nb

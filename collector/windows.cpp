@@ -122,21 +122,11 @@ void Collector::route(const DeviceRecord& d, bool last_try) {
   ++w->second.device_got;
 }
 
-uint64_t Collector::mono_from_ticks(uint64_t ticks) const {
-  if (!g_ticks_are_tsc) return ticks;
-  const ClockAnchor& a = start_anchor_;
-  const ClockAnchor& b = pass_anchor_;
-  if (b.ticks <= a.ticks) return a.mono_ns;
-  const double ns_per_tick = static_cast<double>(b.mono_ns - a.mono_ns) / static_cast<double>(b.ticks - a.ticks);
-  return a.mono_ns + static_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(ticks - a.ticks)) * ns_per_tick);
-}
-
 void Collector::note_for_api_join(const Record& r, uint64_t window) {
-  if (context_.join_mode != "api") return;
-  if (r.kind != Kind::Launch && r.kind != Kind::Graph && r.kind != Kind::Memcpy && r.kind != Kind::Memset) return;
+  if (!api_join_on_ || !is_device_work_kind(r.kind)) return;
   // Records drained outside drain_once (at the end) still need a slope.
-  if (pass_anchor_.ticks <= start_anchor_.ticks) pass_anchor_ = read_anchor();
-  api_join_.add(r.tid, ApiJoin::Host{mono_from_ticks(r.start), mono_from_ticks(r.end), r.id, window});
+  if (pass_map_.tick0 == 0) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
+  api_join_.add(r.tid, ApiJoin::Host{pass_map_.mono_ns(r.start), pass_map_.mono_ns(r.end), r.id, window});
 }
 
 void Collector::route(const ApiCall& a, bool last_try) {

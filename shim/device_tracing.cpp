@@ -25,19 +25,24 @@ DeviceTracer* g_tracer = nullptr;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::mutex g_handover_mu;
 bool g_handed_over = false;  // guarded by g_handover_mu
-std::vector<CuptiCallback>* g_callbacks = nullptr;  // enabled for the join (callback mode)
+// The calls a join traces (their callback ids in both domains), and how:
+// a CUPTI callback each (join "callback", through g_subscriber) or an API
+// activity record each (join "api"). Null with no join, and after the
+// hand-over.
+std::vector<CuptiCallback>* g_join_ids = nullptr;
+bool g_api_records = false;
 
-std::vector<CuptiCallback>* g_api_records = nullptr;  // traced by API activity (join mode "api")
-
-void enable_callbacks(uint32_t on) {
-  if (g_api != nullptr && g_api_records != nullptr) {
-    for (const CuptiCallback& c : *g_api_records) {
-      if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) g_api->cuptiActivityEnableDriverApi(c.cbid, static_cast<uint8_t>(on));
-      else g_api->cuptiActivityEnableRuntimeApi(c.cbid, static_cast<uint8_t>(on));
+void enable_join(uint8_t on) {
+  if (g_api == nullptr || g_join_ids == nullptr) return;
+  for (const CuptiCallback& c : *g_join_ids) {
+    if (!g_api_records) {
+      if (g_subscriber != nullptr) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
+    } else if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      g_api->cuptiActivityEnableDriverApi(c.cbid, on);
+    } else {
+      g_api->cuptiActivityEnableRuntimeApi(c.cbid, on);
     }
   }
-  if (g_api == nullptr || g_subscriber == nullptr || g_callbacks == nullptr) return;
-  for (const CuptiCallback& c : *g_callbacks) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
 }
 
 // Runs inside the traced call, on the calling thread: keep the first and the
@@ -56,9 +61,7 @@ std::vector<std::string> device_work_apis() {
   std::vector<std::string> names;
   for (uint16_t id = 0; id < kApiCount; ++id) {
     const ApiInfo& a = api_info(id);
-    if (a.kind == Kind::Launch || a.kind == Kind::Graph || a.kind == Kind::Memcpy || a.kind == Kind::Memset) {
-      names.emplace_back(a.symbol);
-    }
+    if (is_device_work_kind(a.kind)) names.emplace_back(a.symbol);
   }
   return names;
 }
@@ -103,15 +106,12 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
     return false;
   }
 
-  if (callback_join) {
-    g_callbacks = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
-    for (const CuptiCallback& c : *g_callbacks) api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid);
-  }
-  if (api_join) {
-    // Activity records for these calls only, not the whole RUNTIME/DRIVER
-    // kinds (every call, as Kineto collects, costs far more).
-    g_api_records = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
-    enable_callbacks(1);
+  if (callback_join || api_join) {
+    // API records for these calls only, not the whole RUNTIME/DRIVER kinds
+    // (every call, as Kineto collects, costs far more).
+    g_api_records = api_join;
+    g_join_ids = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
+    enable_join(1);
   }
   g_tracer = &tracer;
   return true;
@@ -124,8 +124,8 @@ void hand_cupti_over(const char* call) {
   // Our callbacks and our activity kinds go, and what CUPTI holds of ours
   // is handed to us before the program's callbacks replace ours.
   g_tracer->hand_over();
-  enable_callbacks(0);
-  g_api_records = nullptr;  // from now on pause/resume leave CUPTI alone
+  enable_join(0);
+  g_join_ids = nullptr;  // from now on pause/resume leave CUPTI alone
   if (g_subscriber != nullptr) {
     g_api->cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
@@ -135,8 +135,8 @@ void hand_cupti_over(const char* call) {
             "memory go on");
 }
 
-void pause_device_callbacks() { enable_callbacks(0); }
-void resume_device_callbacks() { enable_callbacks(1); }
+void pause_device_callbacks() { enable_join(0); }
+void resume_device_callbacks() { enable_join(1); }
 
 bool synchronize_devices(std::chrono::milliseconds limit) {
   using GetCurrent = CUresult (*)(CUcontext*);

@@ -18,6 +18,9 @@ TEST_CASE("TimeMap: ticks to epoch ns through two anchors", "[clock]") {
   CHECK(m.epoch_ns(1000 + 2000) == 1700000000000001000);
   CHECK(m.epoch_ns(500) == 1699999999999999750);  // before the first anchor
   CHECK(m.duration_ns(4000) == 2000);
+  // Ticks to monotonic ns (compared with CUPTI's times by the "api" join).
+  CHECK(m.mono_ns(1000) == 5000);
+  CHECK(m.mono_ns(1000 + 2000) == 6000);
   g_ticks_are_tsc = saved;
 }
 
@@ -29,6 +32,7 @@ TEST_CASE("TimeMap: monotonic ticks only need the offset", "[clock]") {
   CHECK(m.epoch_ns(1000) == 1700000000000000000);
   CHECK(m.epoch_ns(3000) == 1700000000000002000);
   CHECK(m.duration_ns(77) == 77);
+  CHECK(m.mono_ns(3000) == 3000);  // ticks are monotonic ns already
   g_ticks_are_tsc = saved;
 }
 
