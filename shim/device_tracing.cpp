@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -27,13 +28,15 @@ std::mutex g_handover_mu;
 bool g_handed_over = false;  // guarded by g_handover_mu
 // The calls a join traces (their callback ids in both domains), and how:
 // a CUPTI callback each (join "callback", through g_subscriber) or an API
-// activity record each (join "api"). Null with no join, and after the
-// hand-over.
+// activity record each (join "api"). Null with no join; never freed (a
+// late pause must not find it gone). g_join_live goes false at the
+// hand-over: from then on pause/resume leave CUPTI alone.
 std::vector<CuptiCallback>* g_join_ids = nullptr;
 bool g_api_records = false;
+std::atomic<bool> g_join_live{false};
 
 void enable_join(uint8_t on) {
-  if (g_api == nullptr || g_join_ids == nullptr) return;
+  if (g_api == nullptr || g_join_ids == nullptr || !g_join_live.load()) return;
   for (const CuptiCallback& c : *g_join_ids) {
     if (!g_api_records) {
       if (g_subscriber != nullptr) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
@@ -111,6 +114,7 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
     // (every call, as Kineto collects, costs far more).
     g_api_records = api_join;
     g_join_ids = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
+    g_join_live.store(true);
     enable_join(1);
   }
   g_tracer = &tracer;
@@ -125,7 +129,7 @@ void hand_cupti_over(const char* call) {
   // is handed to us before the program's callbacks replace ours.
   g_tracer->hand_over();
   enable_join(0);
-  g_join_ids = nullptr;  // from now on pause/resume leave CUPTI alone
+  g_join_live.store(false);
   if (g_subscriber != nullptr) {
     g_api->cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
