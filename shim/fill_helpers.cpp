@@ -46,7 +46,10 @@ DriverSlot g_cuKernelGetName;
 // reused), which invalidates every cache at once.
 std::atomic<uint32_t> g_name_generation{1};
 std::mutex g_name_mu;  // guards g_handle_names; taken on cache misses only
-std::unordered_map<uint64_t, uint32_t>* g_handle_names = new std::unordered_map<uint64_t, uint32_t>;
+std::unordered_map<uint64_t, uint32_t>& handle_names() {  // made on first use (hooks can run before constructors)
+  static auto* m = new std::unordered_map<uint64_t, uint32_t>;
+  return *m;
+}
 
 struct NameCacheEntry {
   uint64_t key;
@@ -71,15 +74,15 @@ uint32_t cached_name(uint64_t key, Resolve&& resolve) {
   try {
     {
       std::lock_guard<std::mutex> lock(g_name_mu);
-      auto it = g_handle_names->find(key);
-      if (it != g_handle_names->end()) id = it->second;
+      auto it = handle_names().find(key);
+      if (it != handle_names().end()) id = it->second;
     }
     if (id == 0) {
       // Resolved without the lock held: dladdr takes the loader lock and
       // cuFuncGetName goes into the driver; neither may wait behind us.
       id = intern_name(resolve());
       std::lock_guard<std::mutex> lock(g_name_mu);
-      g_handle_names->emplace(key, id);
+      handle_names().emplace(key, id);
     }
   } catch (...) {
     return 0;  // out of memory: the launch is recorded without its name
@@ -170,7 +173,7 @@ uint32_t stub_name(const void* stub) {
 
 void forget_kernel_names() {
   std::lock_guard<std::mutex> lock(g_name_mu);
-  g_handle_names->clear();
+  handle_names().clear();
   g_name_generation.fetch_add(1, std::memory_order_relaxed);
 }
 

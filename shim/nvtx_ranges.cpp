@@ -25,8 +25,13 @@ __thread OpenRange t_open[kMaxDepth] __attribute__((tls_model("initial-exec")));
 __thread uint32_t t_depth __attribute__((tls_model("initial-exec")));
 
 // Process ranges may end on another thread: kept by id.
-std::mutex* g_process_mu = new std::mutex;
-std::unordered_map<uint64_t, OpenRange>* g_process = new std::unordered_map<uint64_t, OpenRange>;
+// Constant-initialized or made on first use (never destroyed): NVTX calls
+// can come from other libraries' constructors and destructors.
+std::mutex g_process_mu;
+std::unordered_map<uint64_t, OpenRange>& process_ranges() {
+  static auto* m = new std::unordered_map<uint64_t, OpenRange>;
+  return *m;
+}
 std::atomic<uint64_t> g_next_id{1};
 
 // Names are interned through the shared table (a mutex, an allocation);
@@ -95,8 +100,8 @@ uint64_t nvtx_start(const char* name) {
   try {
     const OpenRange o = open(name);
     if (o.name != 0) {
-      std::lock_guard<std::mutex> lock(*g_process_mu);
-      g_process->emplace(id, o);
+      std::lock_guard<std::mutex> lock(g_process_mu);
+      process_ranges().emplace(id, o);
     }
   } catch (...) {
   }
@@ -108,11 +113,11 @@ void nvtx_end(uint64_t id) {
   try {
     OpenRange o{0, 0, 0};
     {
-      std::lock_guard<std::mutex> lock(*g_process_mu);
-      auto it = g_process->find(id);
-      if (it == g_process->end()) return;
+      std::lock_guard<std::mutex> lock(g_process_mu);
+      auto it = process_ranges().find(id);
+      if (it == process_ranges().end()) return;
       o = it->second;
-      g_process->erase(it);
+      process_ranges().erase(it);
     }
     close(o);
   } catch (...) {

@@ -35,8 +35,16 @@ namespace {
 // come from. A program may dlclose libcuda and dlopen it again; it then
 // loads elsewhere, and every pointer into the old copy points at nothing.
 // No handle is kept for the same reason: each look-up asks the loader.
-std::mutex* g_driver_mu = new std::mutex;
-std::string* g_driver_path = new std::string;  // guarded by g_driver_mu
+//
+// Hooks run before the shim's own constructors when another library's
+// constructor calls CUDA (libcublasLt looks up driver functions with dlsym
+// from its constructor): what they touch is constant-initialized or made
+// on first use, never a global set up by a constructor.
+std::mutex g_driver_mu;  // constant-initialized
+std::string& driver_path() {  // guarded by g_driver_mu
+  static std::string* path = new std::string;  // never destroyed: hooks may run after exit
+  return *path;
+}
 std::atomic<uintptr_t> g_driver_base{0};
 std::atomic<uint32_t> g_driver_generation{0};
 
@@ -45,8 +53,8 @@ std::atomic<uint32_t> g_driver_generation{0};
 void* driver_handle() {
   std::string path;
   {
-    std::lock_guard<std::mutex> lock(*g_driver_mu);
-    path = *g_driver_path;
+    std::lock_guard<std::mutex> lock(g_driver_mu);
+    path = driver_path();
   }
   void* h = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
   if (h == nullptr) h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
@@ -92,10 +100,10 @@ void note_driver_function(void* fn) {
   if (std::strncmp(base_name, "libcuda", 7) != 0) return;
   const auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
   if (g_driver_base.load(std::memory_order_acquire) == base) return;
-  std::lock_guard<std::mutex> lock(*g_driver_mu);
+  std::lock_guard<std::mutex> lock(g_driver_mu);
   const uintptr_t old = g_driver_base.load(std::memory_order_relaxed);
   if (old == base) return;
-  *g_driver_path = info.dli_fname;
+  driver_path() = info.dli_fname;
   g_driver_base.store(base, std::memory_order_release);
   if (old == 0) return;
   // The driver was unloaded and loaded again elsewhere: forget every

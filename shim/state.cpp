@@ -46,7 +46,12 @@ Collector* g_collector = nullptr;
 DeviceTracer* g_tracer = nullptr;
 // Calls made by other threads while one thread was starting the shim.
 std::atomic<uint64_t> g_calls_during_start{0};
-std::timed_mutex* g_start_mu = new std::timed_mutex;
+// Made on first use, never destroyed: a hook can start nb from another
+// library's constructor, before this file's constructors have run.
+std::timed_mutex& start_mu() {
+  static auto* m = new std::timed_mutex;
+  return *m;
+}
 pthread_key_t g_exit_key;
 std::string* g_prefix = nullptr;
 std::string* g_program = nullptr;
@@ -238,10 +243,10 @@ void init_state() {
 // Arming (a program thread, after SIGUSR2) and going dormant (the
 // collector, after the last window) each happen once per window: a mutex
 // keeps CUPTI's on/off and the state change in one order.
-std::mutex* g_arm_mu = new std::mutex;
+std::mutex g_arm_mu;  // constant-initialized
 
 void arm_state() {
-  std::lock_guard<std::mutex> lock(*g_arm_mu);
+  std::lock_guard<std::mutex> lock(g_arm_mu);
   if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::Dormant)) return;
   if (g_collector != nullptr) {
     // Device tracing rested between windows: on again before any call of
@@ -253,7 +258,7 @@ void arm_state() {
 }
 
 void dormant_state() {
-  std::lock_guard<std::mutex> lock(*g_arm_mu);
+  std::lock_guard<std::mutex> lock(g_arm_mu);
   int expected = static_cast<int>(State::Running);
   if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) {
     expected = static_cast<int>(State::Ready);
@@ -286,7 +291,7 @@ bool start_collector() {
   // be blocked on the loader lock (dlopen of CUPTI) that this thread holds
   // (a library constructor making a CUDA call inside dlopen). After the
   // timeout the call passes through and is counted as dropped.
-  std::unique_lock<std::timed_mutex> lock(*g_start_mu, std::defer_lock);
+  std::unique_lock<std::timed_mutex> lock(start_mu(), std::defer_lock);
   if (!lock.try_lock_for(std::chrono::seconds(3))) {
     g_calls_during_start.fetch_add(1, std::memory_order_relaxed);
     return false;

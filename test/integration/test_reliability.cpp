@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -353,4 +354,21 @@ TEST_CASE("another LD_PRELOAD tool interposing CUDA calls, before or after nb: b
       CHECK(allocs == 1);
     }
   }
+}
+
+TEST_CASE("a library using CUDA from its constructor, before nb's own have run", "[integration][reliability]") {
+  // libcublasLt looks up driver functions with dlsym from its constructor,
+  // which runs before a preloaded library's: nb's hooks must not need
+  // anything its constructors set up (it crashed the nvcc + cuBLAS program).
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "early", {});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  CHECK(r.run.out.find("early 0") != std::string::npos);
+  // The constructor's calls are recorded like the program's own.
+  std::map<std::string, int> calls;
+  for (const auto& e : nbtest::host_calls(r.trace)) ++calls[e["name"].get<std::string>()];
+  CHECK(calls["cuMemAlloc_v2"] == 2);
+  CHECK(calls["cuMemsetD8_v2"] == 1);
+  CHECK(calls["cuMemFree_v2"] == 2);
 }
