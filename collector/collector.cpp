@@ -32,7 +32,8 @@ Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable
       hooks_(std::move(hooks)),
       session_(SessionLimits{options.trace_max_events, options.mem_max_entries}),
       stacks_(hooks_.stacks),
-      api_join_on_(context_.join_mode == "api") {
+      order_join_on_(context_.join_mode == "order"),
+      order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options.cupti_flush_ms) * 1000000ull}) {
   schedule_ = Schedule{options.skip_first, options.wait, options.warmup, options.active, options.repeat};
   const StepMarker marker = step_marker_for(options.step, options.active != 0);
   capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
@@ -65,6 +66,8 @@ bool Collector::start(std::function<void()> on_thread_start) {
 }
 
 size_t Collector::drain_rings() {
+  // Taken before the drain: every call that returned before it is in after.
+  if (order_join_on_) drained_ns_ = monotonic_ns();
   size_t n = 0;
   registry_.for_each([&](ThreadSlot& slot) {
     // Exited is read before draining: a slot seen exited is fully drained by
@@ -93,7 +96,7 @@ size_t Collector::drain_rings() {
 }
 
 size_t Collector::drain_once() {
-  if (api_join_on_) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
+  if (order_join_on_) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
   if (windowed_) check_arming();
   const size_t n = drain_rings();
   // Memory records older than the horizon cannot be overtaken by one still
@@ -148,22 +151,14 @@ uint64_t Collector::memory_horizon() const {
   return now.ticks - static_cast<uint64_t>(rate * kLagNs);
 }
 
-void Collector::take_device_records() {
+void Collector::take_device_records(bool last) {
   std::vector<DeviceRecord> records;
-  std::vector<ApiCall> api_calls;
-  tracer_->take(records, api_calls);
-  // API calls first: in join mode "api" they say where a device record goes.
-  if (!api_calls.empty() || !retry_api_.empty()) {
-    std::vector<ApiCall> retry;
-    retry.swap(retry_api_);
-    for (const ApiCall& a : retry) route(a, true);
-    for (const ApiCall& a : api_calls) route(a, false);
-    // Matched calls leave the index as they go (ApiJoin::matched); this
-    // bounds what a thread whose records stop coming leaves behind. CUPTI
-    // hands over full buffers even with NB_CUPTI_FLUSH_MS=0.
-    constexpr uint64_t kKeepNs = 60000000000ull;
+  tracer_->take(records);
+  if (order_join_on_) {
     const uint64_t now = monotonic_ns();
-    if (now > kKeepNs) api_join_.forget_before(now - kKeepNs);
+    for (const DeviceRecord& d : records) order_join_.add(d, now);
+    order_join_.advance(now, drained_ns_, last, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
+    return;
   }
   // Device records can come before their host call's record is drained
   // (the call still returning, or its ring not reached yet this pass): the
@@ -171,7 +166,7 @@ void Collector::take_device_records() {
   std::vector<DeviceRecord> retry;
   retry.swap(retry_device_);
   for (const DeviceRecord& d : retry) route(d, true);
-  for (const DeviceRecord& d : records) route(d, false);
+  for (const DeviceRecord& d : records) route(d, last);
 }
 
 uint64_t Collector::dropped() const {
@@ -236,7 +231,7 @@ void Collector::finish() {
     tracer_->flush(true);
     drain_rings();
     take_device_records();
-    take_device_records();  // the last try of those that came before their host call's record
+    take_device_records(true);  // the last try of those that came before their host call's record
     tracer_->stop();
   }
 
@@ -313,6 +308,19 @@ OutputContext Collector::current_context() {
   if (stacks_.overflowed()) ctx.notes.push_back("Calls recorded without their stack (more than a million distinct stacks): " + std::to_string(stacks_.overflowed()));
   if (late_records_) ctx.notes.push_back("Calls that reached the collector after their window was written, left out: " + std::to_string(late_records_));
   if (late_device_) ctx.notes.push_back("Device records that came after their window was written, left out: " + std::to_string(late_device_));
+  if (order_join_on_) {
+    // How sure the arrows are: joined by order alone (a detail differed),
+    // placed late (their record came after the ids around them), and calls
+    // that waited so long for a record that they were given up.
+    const OrderJoin::Counts& j = order_join_.counts();
+    log::debug("order join: " + std::to_string(j.joined) + " joined (" + std::to_string(j.weak) + " by order alone, " +
+               std::to_string(j.late) + " late), " + std::to_string(j.unjoined) + " without a call, " +
+               std::to_string(j.forgotten_calls) + " calls given up");
+    if (j.weak || j.late) {
+      ctx.notes.push_back("Order join: " + std::to_string(j.weak) + " device records joined by order alone (their details "
+                          "differ from the call's), " + std::to_string(j.late) + " placed after their turn");
+    }
+  }
   ctx.kernel_names = names_.snapshot();
   return ctx;
 }

@@ -12,10 +12,10 @@
 #include <mutex>
 #include <thread>
 
-#include "collector/api_join.h"
 #include "collector/device_tracer.h"
 #include "collector/name_table.h"
 #include "collector/options.h"
+#include "collector/order_join.h"
 #include "collector/output.h"
 #include "collector/schedule.h"
 #include "collector/session.h"
@@ -67,7 +67,9 @@ class Collector {
  private:
   void run();
   size_t drain_rings();  // every thread's ring, records routed
-  void take_device_records();
+  // CUPTI's records so far; `last`: the final take (after the device was
+  // synchronized and CUPTI flushed), nothing waits any longer.
+  void take_device_records(bool last = false);
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
 
@@ -85,8 +87,10 @@ class Collector {
   };
   void route(const Record& r);
   void route(const DeviceRecord& d, bool last_try);
-  void route(const ApiCall& a, bool last_try);  // join mode "api"
-  void note_for_api_join(const Record& r, uint64_t window);
+  // Join mode "order": host calls that make device work go to the join
+  // (window 0: outside every window); what it joins is delivered.
+  void note_for_join(const Record& r, uint64_t window);
+  void deliver(const DeviceRecord& d, const OrderJoin::Link& link);
   StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
   Window& window(uint64_t n, uint64_t rel_step);
   void note_step_end(uint64_t step, uint64_t tick, uint32_t tid);
@@ -137,11 +141,12 @@ class Collector {
   StackTable stacks_;
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
-  // Join mode "api": ticks → monotonic ns meanwhile, fitted once a pass.
-  const bool api_join_on_;
+  // Join mode "order": ticks → monotonic ns meanwhile, fitted once a pass;
+  // when the rings were last drained (monotonic ns).
+  const bool order_join_on_;
   TimeMap pass_map_;
-  ApiJoin api_join_;
-  std::vector<ApiCall> retry_api_;  // host call not drained yet: one more pass
+  uint64_t drained_ns_ = 0;
+  OrderJoin order_join_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

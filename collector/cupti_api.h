@@ -1,9 +1,7 @@
 // CUPTI, loaded at run time. The shim never links libcupti: a process that
 // already has one (PyTorch's wheel ships its own) must keep using that copy,
 // and a process without one must still run. This table holds the functions
-// nb calls, found with dlsym on whichever copy was loaded (the external-
-// correlation entries only for the fake CUPTI's smoke test, which checks
-// the fake against CUPTI's documented behaviour).
+// nb calls, found with dlsym on whichever copy was loaded.
 #pragma once
 #include <cupti.h>
 
@@ -27,11 +25,6 @@ struct CuptiApi {
   X(cuptiActivityFlushAll)                     \
   X(cuptiActivityGetNextRecord)                \
   X(cuptiActivityGetNumDroppedRecords)         \
-  X(cuptiActivityEnableDriverApi)              \
-  X(cuptiActivityEnableRuntimeApi)             \
-  X(cuptiSetThreadIdType)                      \
-  X(cuptiActivityPushExternalCorrelationId)    \
-  X(cuptiActivityPopExternalCorrelationId)     \
   X(cuptiSubscribe)                            \
   X(cuptiUnsubscribe)                          \
   X(cuptiEnableCallback)                       \

@@ -18,6 +18,7 @@ struct DeviceRecord {
   uint32_t stream = 0;
   uint32_t correlation = 0;
   uint32_t name = 0;        // NameTable id: demangled kernel name, or "Memcpy HtoD (...)" etc.
+  uint32_t raw_name = 0;    // kernels: NameTable id of CUPTI's name as given (mangled, as the hooks intern it)
   uint64_t start = 0;       // monotonic ns
   uint64_t end = 0;
   uint64_t bytes = 0;       // copies and sets
@@ -29,20 +30,8 @@ struct DeviceRecord {
   uint64_t graph_node_id = 0;
 };
 
-// A traced API call as CUPTI saw it (RUNTIME/DRIVER activity, enabled only
-// for the calls that make device work; join mode "api"): on which thread,
-// when (monotonic ns, through nb's timestamp callback), and the correlation
-// id its device work carries.
-struct ApiCall {
-  uint32_t tid = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint32_t correlation = 0;
-};
-
 // Host record `host_id` made the call whose device work carries
-// `correlation` (join mode "api": found by matching an ApiCall to the hook
-// around it).
+// `correlation` (join mode "order": found by collector/order_join.h).
 struct CorrelationLink {
   uint64_t host_id = 0;
   uint32_t correlation = 0;

@@ -71,7 +71,6 @@ bool DeviceTracer::load(const std::string& cupti_lib, std::string& why) {
 }
 
 bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
-  api_records_ = config.api_records;
   max_buffers_ = config.pool_bytes / kBufferBytes;
   if (max_buffers_ < 2) max_buffers_ = 2;
   free_buffers_.reserve(max_buffers_);  // returning a buffer never allocates
@@ -146,12 +145,10 @@ void DeviceTracer::hand_over() {
   handed_over_.store(true, std::memory_order_release);
 }
 
-void DeviceTracer::take(std::vector<DeviceRecord>& records, std::vector<ApiCall>& api_calls) {
+void DeviceTracer::take(std::vector<DeviceRecord>& records) {
   std::lock_guard<std::mutex> lock(mu_);
   records.swap(queue_);
   queue_.clear();
-  api_calls.swap(api_queue_);
-  api_queue_.clear();
 }
 
 DeviceTracerCounts DeviceTracer::counts() const {
@@ -181,13 +178,18 @@ void DeviceTracer::on_buffer_request(uint8_t** buffer, size_t* size, size_t* max
   *size = kBufferBytes;
 }
 
-uint32_t DeviceTracer::kernel_name(const char* mangled) {
+uint32_t DeviceTracer::kernel_name(const char* mangled, uint32_t& raw) {
+  raw = 0;
   if (mangled == nullptr) return names_.intern("unknown kernel");
   auto it = kernel_names_.find(mangled);
-  if (it != kernel_names_.end()) return it->second;
-  const uint32_t id = names_.intern(demangle(mangled).c_str());
-  kernel_names_.emplace(mangled, id);
-  return id;
+  if (it != kernel_names_.end()) {
+    raw = it->second.raw;
+    return it->second.demangled;
+  }
+  const KernelNames n{names_.intern(demangle(mangled).c_str()), names_.intern(mangled)};
+  kernel_names_.emplace(mangled, n);
+  raw = n.raw;
+  return n.demangled;
 }
 
 uint32_t DeviceTracer::copy_name(uint8_t copy_kind, uint8_t src, uint8_t dst) {
@@ -228,7 +230,6 @@ DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
 
 void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   std::vector<DeviceRecord> local;
-  std::vector<ApiCall> api_calls;
   uint64_t other = 0;
   bool failed = false;
   CUpti_Activity* rec = nullptr;
@@ -250,7 +251,7 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         d.correlation = k->correlationId;
         d.start = k->start;
         d.end = k->end;
-        d.name = kernel_name(k->name);
+        d.name = kernel_name(k->name, d.raw_name);
         d.grid[0] = k->gridX; d.grid[1] = k->gridY; d.grid[2] = k->gridZ;
         d.block[0] = k->blockX; d.block[1] = k->blockY; d.block[2] = k->blockZ;
         d.registers = k->registersPerThread;
@@ -284,13 +285,6 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         local.push_back(d);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_RUNTIME:
-      case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
-        if (api_records_) api_calls.push_back({a->threadId, a->start, a->end, a->correlationId});
-        else ++other;
-        break;
-      }
       default:
         ++other;
     }
@@ -313,7 +307,6 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   if (failed) ++counts_.failed_buffers;
   try {
     queue_.insert(queue_.end(), local.begin(), local.end());
-    api_queue_.insert(api_queue_.end(), api_calls.begin(), api_calls.end());
   } catch (...) {
     ++counts_.failed_buffers;
   }

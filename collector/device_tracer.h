@@ -19,7 +19,6 @@ namespace nb {
 
 struct DeviceTracerConfig {
   size_t pool_bytes;   // NB_CUPTI_BUFFERS_MB
-  bool api_records;    // join mode "api": keep RUNTIME/DRIVER records as ApiCalls
 };
 
 struct DeviceTracerCounts {
@@ -46,7 +45,7 @@ class DeviceTracer {
   // Collector thread: hand over complete buffers (forced: also the ones in
   // flight, after the caller synchronized the device), then take the queue.
   void flush(bool forced);
-  void take(std::vector<DeviceRecord>& records, std::vector<ApiCall>& api_calls);
+  void take(std::vector<DeviceRecord>& records);
   // Stops activity (after a forced flush). Idempotent.
   void stop();
   // Between recording windows: activity off, buffers kept; resume() turns
@@ -67,7 +66,9 @@ class DeviceTracer {
   void on_buffer_complete(uint8_t* buffer, size_t valid_size);
 
  private:
-  uint32_t kernel_name(const char* mangled);
+  // Demangled (what users read) and as given (what the order join compares
+  // with the hooks' names).
+  uint32_t kernel_name(const char* mangled, uint32_t& raw);
   uint32_t copy_name(uint8_t copy_kind, uint8_t src, uint8_t dst);
   template <typename CopyActivity>
   DeviceRecord copy_record(const CopyActivity& m);
@@ -86,9 +87,10 @@ class DeviceTracer {
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
   std::vector<DeviceRecord> queue_;
-  std::vector<ApiCall> api_queue_;
-  bool api_records_ = false;
-  std::unordered_map<const char*, uint32_t> kernel_names_;  // CUPTI's name pointers are stable
+  struct KernelNames {
+    uint32_t demangled, raw;
+  };
+  std::unordered_map<const char*, KernelNames> kernel_names_;  // CUPTI's name pointers are stable
   std::unordered_map<uint32_t, uint32_t> fixed_names_;      // copy/set name keys
   DeviceTracerCounts counts_;
 };

@@ -21,10 +21,10 @@
   NB_OPTION(cupti_lib, NB_CUPTI_LIB, Path, "", 0, 0, "",                                     \
     "libcupti to load if none is loaded already (default: the soname, then the toolkit's "  \
     "and the Python wheel's usual places)")                                                 \
-  NB_OPTION(cupti_join, NB_CUPTI_JOIN, Choice, "callback", 0, 0, "callback|api|none",        \
-    "How device work is tied to its host call: CUPTI callbacks on the launch/copy/set "     \
-    "calls, CUPTI's API records of those calls matched to the hooks around them (api; "   \
-    "not yet checked on a GPU), or none (device work without arrows)")                     \
+  NB_OPTION(cupti_join, NB_CUPTI_JOIN, Choice, "order", 0, 0, "order|callback|none",         \
+    "How device work is tied to its host call: order (CUPTI's correlation ids follow the " \
+    "order of the calls; no CUPTI work per call), callback (a CUPTI callback on each "     \
+    "launch/copy/set call: also exact, costs about 1 us a call), none (no arrows)")        \
   NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, "",                 \
     "Most memory for CUPTI activity buffers (4 MiB each); beyond it records are dropped "  \
     "and counted")                                                                          \

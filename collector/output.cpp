@@ -237,7 +237,7 @@ formats::Category device_category(DeviceKind k) {
 std::unordered_map<uint32_t, size_t> host_calls_by_correlation(const Session& s, const OutputContext& ctx) {
   std::unordered_map<uint32_t, size_t> by_corr;
   const RecordLog& recs = s.records();
-  if (ctx.join_mode == "api") {
+  if (ctx.join_mode == "order") {
     std::unordered_map<uint64_t, size_t> by_id;
     by_id.reserve(recs.size());
     for (size_t i = 0; i < recs.size(); ++i) by_id.emplace(recs[i].id, i);

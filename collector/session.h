@@ -126,7 +126,7 @@ class Session {
   // NVTX ranges (Kind::Nvtx records), for user_annotation spans.
   const std::vector<Record>& nvtx_ranges() const { return nvtx_; }
   const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
-  // Join mode "api": which host record made the call of a correlation id.
+  // Join mode "order": which host record made the call of a correlation id.
   const std::vector<CorrelationLink>& correlation_links() const { return links_; }
   // Indexed by the record's name id.
   const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }

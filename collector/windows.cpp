@@ -72,7 +72,7 @@ Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
 void Collector::route(const Record& r) {
   if (!windowed_) {
     session_.consume(r);
-    note_for_api_join(r, 0);
+    note_for_join(r, 0);
     if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
     return;
   }
@@ -82,22 +82,22 @@ void Collector::route(const Record& r) {
   if (!armed_) check_arming();
   if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
   const StepPlan p = plan(r.step);
-  // Calls outside every window are still known to the "api" join, so that
-  // their API records find them and not a neighbour inside a window.
+  // Calls outside every window are still known to the order join, so that
+  // their device records find them and not a neighbour inside a window.
   if (p.action != StepAction::Record && p.action != StepAction::RecordAndSave) {  // waiting or warming up
-    note_for_api_join(r, 0);
+    note_for_join(r, 0);
     return;
   }
   const uint64_t n = window_base_ + p.window;
   if (n <= last_written_) {
     ++late_records_;
-    note_for_api_join(r, 0);
+    note_for_join(r, 0);
     return;
   }
   Window& w = window(n, p.window);
   w.session->consume(r);
   if (makes_device_work(r)) ++w.host_work;
-  note_for_api_join(r, n);
+  note_for_join(r, n);
   if (r.corr_first) corr_window_[r.corr_first] = n;
   if (r.corr_last) corr_window_[r.corr_last] = n;
 }
@@ -122,31 +122,28 @@ void Collector::route(const DeviceRecord& d, bool last_try) {
   ++w->second.device_got;
 }
 
-void Collector::note_for_api_join(const Record& r, uint64_t window) {
-  if (!api_join_on_ || !is_device_work_kind(r.kind)) return;
+void Collector::note_for_join(const Record& r, uint64_t window) {
+  if (!order_join_on_ || !makes_device_work(r)) return;
   // Records drained outside drain_once (at the end) still need a slope.
   if (pass_map_.tick0 == 0) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
-  api_join_.add(r.tid, ApiJoin::Host{pass_map_.mono_ns(r.start), pass_map_.mono_ns(r.end), r.id, window});
+  order_join_.add(OrderJoin::Host::from(r, pass_map_.mono_ns(r.start), pass_map_.mono_ns(r.end), window));
 }
 
-void Collector::route(const ApiCall& a, bool last_try) {
-  ApiJoin::Host h;
-  if (!api_join_.match(a, h)) {
-    // Its host call not drained yet (CUPTI wrote the record inside the
-    // call, before the hook published it), or made outside recording.
-    if (!last_try) retry_api_.push_back(a);
-    return;
-  }
-  api_join_.matched(a.tid, h);
-  const CorrelationLink link{h.id, a.correlation};
+void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
   if (!windowed_) {
-    session_.consume(link);
+    session_.consume(d);
+    if (l.joined) session_.consume(CorrelationLink{l.host_id, d.correlation});
     return;
   }
-  if (h.window == 0) return;  // made outside every window
-  corr_window_[a.correlation] = h.window;
-  auto w = windows_.find(h.window);
-  if (w != windows_.end() && w->second.session) w->second.session->consume(link);
+  if (!l.joined || l.window == 0) return;  // made outside every window (or by no call nb saw)
+  auto w = windows_.find(l.window);
+  if (w == windows_.end() || !w->second.session) {
+    ++late_device_;  // its window is written already
+    return;
+  }
+  w->second.session->consume(d);
+  w->second.session->consume(CorrelationLink{l.host_id, d.correlation});
+  ++w->second.device_got;
 }
 
 void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
@@ -266,8 +263,11 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     for (;;) {
       tracer_->flush(false);
       drain_rings();
-      take_device_records();
-      if (w.device_got >= w.host_work || std::chrono::steady_clock::now() > deadline) break;
+      const bool late = std::chrono::steady_clock::now() > deadline;
+      // At the deadline the order join stops waiting for ids that have not
+      // come (their records, if they come, are placed late).
+      take_device_records(late);
+      if (w.device_got >= w.host_work || late) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }

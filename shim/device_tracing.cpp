@@ -26,26 +26,16 @@ DeviceTracer* g_tracer = nullptr;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::mutex g_handover_mu;
 bool g_handed_over = false;  // guarded by g_handover_mu
-// The calls a join traces (their callback ids in both domains), and how:
-// a CUPTI callback each (join "callback", through g_subscriber) or an API
-// activity record each (join "api"). Null with no join; never freed (a
-// late pause must not find it gone). g_join_live goes false at the
-// hand-over: from then on pause/resume leave CUPTI alone.
+// The calls the callback join traces (their callback ids in both domains),
+// through g_subscriber. Null with no callback join; never freed (a late
+// pause must not find it gone). g_join_live goes false at the hand-over:
+// from then on pause/resume leave CUPTI alone.
 std::vector<CuptiCallback>* g_join_ids = nullptr;
-bool g_api_records = false;
 std::atomic<bool> g_join_live{false};
 
 void enable_join(uint8_t on) {
-  if (g_api == nullptr || g_join_ids == nullptr || !g_join_live.load()) return;
-  for (const CuptiCallback& c : *g_join_ids) {
-    if (!g_api_records) {
-      if (g_subscriber != nullptr) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
-    } else if (c.domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-      g_api->cuptiActivityEnableDriverApi(c.cbid, on);
-    } else {
-      g_api->cuptiActivityEnableRuntimeApi(c.cbid, on);
-    }
-  }
+  if (g_api == nullptr || g_join_ids == nullptr || g_subscriber == nullptr || !g_join_live.load()) return;
+  for (const CuptiCallback& c : *g_join_ids) g_api->cuptiEnableCallback(on, g_subscriber, c.domain, c.cbid);
 }
 
 // Runs inside the traced call, on the calling thread: keep the first and the
@@ -78,7 +68,6 @@ Fn driver_fn(const char* name) {
 
 bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& why) {
   const bool callback_join = o.cupti_join == "callback";
-  const bool api_join = o.cupti_join == "api";
 
   if (!tracer.load(o.cupti_lib, why)) return false;
   const CuptiApi& api = tracer.api();
@@ -99,20 +88,14 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
     api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
   }
-  // API records name the thread by its system id, as nb's records do.
-  if (api_join) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-
-  DeviceTracerConfig config{o.cupti_buffers_mb << 20, api_join};
+  DeviceTracerConfig config{o.cupti_buffers_mb << 20};
   if (!tracer.enable(config, why)) {
     if (g_subscriber) api.cuptiUnsubscribe(g_subscriber);
     g_subscriber = nullptr;
     return false;
   }
 
-  if (callback_join || api_join) {
-    // API records for these calls only, not the whole RUNTIME/DRIVER kinds
-    // (every call, as Kineto collects, costs far more).
-    g_api_records = api_join;
+  if (callback_join) {
     g_join_ids = new std::vector<CuptiCallback>(match_callbacks(api, device_work_apis()));
     g_join_live.store(true);
     enable_join(1);

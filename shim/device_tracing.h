@@ -1,17 +1,19 @@
 // Device time for the shim: starts CUPTI activity (collector/device_tracer)
 // and the join between host records and device records:
+//   order     (the default) nothing per call: CUPTI's correlation ids
+//             follow the order in which the calls entered the driver, and
+//             the collector matches device records to host records by that
+//             order and by what each describes (collector/order_join.h).
 //   callback  CUPTI's callback API on the launch/copy/set calls of the hook
 //             table hands each call's correlation id to the calling thread;
-//             the hook stores it in its record. The callbacks are most of
-//             what nb adds to CUPTI's cost (docs/performance.md, 2026-11-30).
-//   api       CUPTI writes an API activity record for each of those calls
-//             (thread, start, end, correlation id) and the collector
-//             matches it to the hook around it (collector/api_join.h); no
-//             callback per call. Not yet checked on a GPU.
-//   (An "external" join, record ids pushed as CUPTI external correlation
-//   ids, was removed on 2026-11-30: on the H200 it joined nothing; see
-//   docs/performance.md.)
+//             the hook stores it in its record. Exact by construction; the
+//             callbacks cost about 1 us per call (docs/performance.md).
 //   none      device records only, no arrows.
+//   (Two more were tried and removed because on the H200 they joined
+//   nothing: "external" (record ids pushed as external correlation ids,
+//   2026-11-30) and "api" (API activity records enabled for the traced
+//   calls only, 2026-12-01; the nvcc + static cuBLAS test program also died
+//   of SIGSEGV with it). docs/performance.md has the figures.)
 #pragma once
 #include <chrono>
 #include <string>
@@ -29,8 +31,8 @@ bool start_device_tracing(const Options& o, DeviceTracer& tracer, std::string& w
 // For the collector at the end: wait (at most `limit`) for the work of every
 // active context to finish; false if it did not in time. Describe the devices.
 bool synchronize_devices(std::chrono::milliseconds limit);
-// Between recording windows: the join's tracing of the traced calls (CUPTI
-// callbacks, or API records) off, and on again (no-ops without a join).
+// Between recording windows: the callback join's callbacks off, and on
+// again (no-ops in the other joins).
 void pause_device_callbacks();
 void resume_device_callbacks();
 std::vector<formats::DeviceProperties> query_devices();

@@ -13,11 +13,16 @@
 // links neither fake.
 //
 // What it models:
-//  - Correlation ids: a process-wide counter from 1; every reported API call
-//    takes one at entry, whether or not anything is enabled for it. Device
-//    work carries the id of the call that enqueued it; when that driver call
-//    was made by a runtime call, the runtime call's id (FAKE_CUPTI_CORRELATION
-//    =inner: the driver call's own id).
+//  - Correlation ids: a process-wide counter from 1. A call takes one at
+//    entry if a callback or API activity is enabled for it, else when it
+//    first makes device work (while it runs): so with only activity kinds
+//    enabled the ids count the calls that made work, 1, 2, 3 ..., in the
+//    order they ran, as real CUPTI 13.0 does (measured on the H200,
+//    2026-12-01). FAKE_CUPTI_IDS=every: every reported call takes one at
+//    entry, whatever is enabled (ids with gaps). Device work carries the id
+//    of the call that enqueued it; when that driver call was made by a
+//    runtime call, the runtime call's id (FAKE_CUPTI_CORRELATION=inner: the
+//    driver call's own id).
 //  - Times: from the client's timestamp callback (else CLOCK_REALTIME ns). On
 //    each (device, stream) work never overlaps: it starts 500 ns after the
 //    later of "now" and the end of the stream's previous work, and lasts
@@ -45,6 +50,7 @@
 // Environment (FAKE_CUPTI_CORRELATION and FAKE_CUPTI_KERNEL_NS are read once,
 // at first use; the others at each call they affect):
 //   FAKE_CUPTI_CORRELATION  outer (default) | inner, see above
+//   FAKE_CUPTI_IDS          work (default) | every, see above
 //   FAKE_CUPTI_KERNEL_NS    duration of every kernel, default 2000
 //   FAKE_CUPTI_BUSY=1       cuptiSubscribe fails with
 //                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
@@ -106,6 +112,7 @@ bool env_flag(const char* name) {
 
 struct Settings {
     bool outer_correlation = true;
+    bool ids_every_call = false;
     uint64_t kernel_ns = 2000;
 };
 
@@ -114,6 +121,8 @@ const Settings& settings() {
         Settings r;
         const char* corr = std::getenv("FAKE_CUPTI_CORRELATION");
         r.outer_correlation = corr == nullptr || std::strcmp(corr, "inner") != 0;
+        const char* ids = std::getenv("FAKE_CUPTI_IDS");
+        r.ids_every_call = ids != nullptr && std::strcmp(ids, "every") == 0;
         if (const char* ns = std::getenv("FAKE_CUPTI_KERNEL_NS")) {
             char* end = nullptr;
             const unsigned long long v = std::strtoull(ns, &end, 0);
@@ -356,17 +365,23 @@ void fire(const Subscription& sub, CUpti_ApiCallbackSite site, FakeCudaApiCall* 
 
 std::atomic<int> g_thread_id_type{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
 
+uint32_t take_correlation(FakeCudaApiCall* call) {
+    if (call->correlation_id == 0) call->correlation_id = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+    return call->correlation_id;
+}
+
 void on_api_enter(FakeCudaApiCall* call) {
-    call->correlation_id = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
     call->start_ns = now_ns();
     State& s = state();
-    bool external = false;
+    bool external = false, api = false;
     Subscription sub;
     {
         std::lock_guard<std::mutex> g(s.mu);
-        external = s.kinds[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] && api_activity(s, call->domain, call->cbid);
+        api = api_activity(s, call->domain, call->cbid);
+        external = s.kinds[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] && api;
         sub = subscription(s, call);
     }
+    if (settings().ids_every_call || api || sub.callback != nullptr) take_correlation(call);
     if (external) {
         for (uint32_t kind = CUPTI_EXTERNAL_CORRELATION_KIND_INVALID + 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE;
              ++kind) {
@@ -391,6 +406,7 @@ void on_api_exit(FakeCudaApiCall* call) {
         api = api_activity(s, call->domain, call->cbid);
         sub = subscription(s, call);
     }
+    if (api || sub.callback != nullptr) take_correlation(call);  // enabled while the call ran
     if (sub.callback != nullptr) fire(sub, CUPTI_API_EXIT, call);
     if (api) {
         CUpti_ActivityAPI r{};
@@ -407,13 +423,13 @@ void on_api_exit(FakeCudaApiCall* call) {
     }
 }
 
-// The correlation id device work carries (see the header comment).
+// The correlation id device work carries (see the header comment); the
+// call takes it now if it has none yet. (The tool owns correlation_id.)
 uint32_t work_correlation(const FakeCudaApiCall* call) {
-    const FakeCudaApiCall* caller = call->parent;
-    if (settings().outer_correlation && caller != nullptr && caller->domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
-        caller->correlation_id != 0)
-        return caller->correlation_id;
-    return call->correlation_id;
+    auto* caller = const_cast<FakeCudaApiCall*>(call->parent);
+    if (settings().outer_correlation && caller != nullptr && caller->domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        return take_correlation(caller);
+    return take_correlation(const_cast<FakeCudaApiCall*>(call));
 }
 
 bool on_device(FakeCudaMemory m) { return m == FAKE_CUDA_MEMORY_DEVICE || m == FAKE_CUDA_MEMORY_MANAGED; }

@@ -130,12 +130,17 @@ void check_no_partial_overlaps(const json& trace) {
 }  // namespace
 
 TEST_CASE("device work: each piece once, joined to its host call by a bound arrow", "[integration][device]") {
+  // Ids "every": the fake hands an id to every call, so the order join
+  // sees gaps (ids of calls that made no work) and must wait them out.
   for (const char* correlation : {"outer", "inner"}) {
-    for (const char* join : {"callback", "api"}) {
+    for (const char* join : {"order", "callback", "order/every"}) {
     DYNAMIC_SECTION("CUPTI correlation " << correlation << ", join " << join) {
       nbtest::TempDir dir;
+      const bool every = std::string(join) == "order/every";
       const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")},
-                                          {{"FAKE_CUPTI_CORRELATION", correlation}, {"NB_CUPTI_JOIN", join}});
+                                          {{"FAKE_CUPTI_CORRELATION", correlation},
+                                           {"NB_CUPTI_JOIN", every ? "order" : join},
+                                           {"FAKE_CUPTI_IDS", every ? "every" : "work"}});
       INFO(r.run.err);
       REQUIRE(r.run.exit_code == 0);
       const auto expected = expected_device_work(dir.file("manifest"));
@@ -153,7 +158,7 @@ TEST_CASE("device work: each piece once, joined to its host call by a bound arro
 }
 
 TEST_CASE("16 threads launching at once: every kernel joined to the very call that launched it", "[integration][device][threads]") {
-  for (const char* join : {"callback", "api"}) {
+  for (const char* join : {"order", "callback"}) {
     DYNAMIC_SECTION("join " << join) {
       nbtest::TempDir dir;
       const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "16", "500"}, {{"NB_CUPTI_JOIN", join}});
@@ -240,7 +245,7 @@ TEST_CASE("the table ranks kernels by device time, with device totals", "[integr
   REQUIRE(a != std::string::npos);
   REQUIRE(b != std::string::npos);
   CHECK(a < b);
-  CHECK(r.table.find("joined to their host call (callback): 18 of 18") != std::string::npos);
+  CHECK(r.table.find("joined to their host call (order): 18 of 18") != std::string::npos);
   CHECK(r.table.find("nb's own cost on the calling threads, estimated") != std::string::npos);
 }
 

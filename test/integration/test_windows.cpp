@@ -262,15 +262,19 @@ TEST_CASE("nvtx: another tool named in NVTX_INJECTION64_PATH keeps NVTX; nb says
         std::string::npos);
 }
 
-TEST_CASE("windows: with join api all device work of the window is joined (16 kernels, 4 copies)", "[integration][windows]") {
-  nbtest::TempDir dir;
-  const Run r = run_steps(dir, {"20"}, {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"},
-                                        {"NB_ACTIVE", "4"}, {"NB_REPEAT", "1"}, {"NB_CUPTI_JOIN", "api"}});
-  INFO(r.run.err);
-  REQUIRE(r.run.exit_code == 0);
-  REQUIRE(r.windows.size() == 1);
-  const Window& w = r.windows.at(1);
-  INFO(w.table);
-  CHECK(w.kernels == kernels_of_steps(3, 4));
-  CHECK(w.table.find("joined to their host call (api): 20 of 20") != std::string::npos);
+TEST_CASE("windows: in both joins all device work of the window is joined (16 kernels, 4 copies)", "[integration][windows]") {
+  for (const char* join : {"order", "callback"}) {
+    DYNAMIC_SECTION("join " << join) {
+      nbtest::TempDir dir;
+      const Run r = run_steps(dir, {"20"}, {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"},
+                                            {"NB_ACTIVE", "4"}, {"NB_REPEAT", "1"}, {"NB_CUPTI_JOIN", join}});
+      INFO(r.run.err);
+      REQUIRE(r.run.exit_code == 0);
+      REQUIRE(r.windows.size() == 1);
+      const Window& w = r.windows.at(1);
+      INFO(w.table);
+      CHECK(w.kernels == kernels_of_steps(3, 4));
+      CHECK(w.table.find(std::string("joined to their host call (") + join + "): 20 of 20") != std::string::npos);
+    }
+  }
 }

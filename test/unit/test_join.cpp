@@ -96,14 +96,14 @@ TEST_CASE("callback join: first or last correlation id of a host call finds its 
   CHECK(host_corr[9] == 13);
 }
 
-TEST_CASE("api join: correlation links map device work to host records", "[join]") {
+TEST_CASE("order join: correlation links map device work to host records", "[join]") {
   Session s(SessionLimits{});
   s.consume(host(7, kApi_cuLaunchKernel, 1000, 2000, 0, 0));
   s.consume(CorrelationLink{7, 55});
   s.consume(kernel(55, 7, 2500, 2600, 1));
   s.consume(kernel(56, 7, 2700, 2800, 1));  // no link: not joined
   JoinStats js;
-  const auto t = build_trace(s, context("api"), &js);
+  const auto t = build_trace(s, context("order"), &js);
   CHECK(js.device_records == 2);
   CHECK(js.joined == 1);
   CHECK(t.flows.size() == 2);

@@ -107,9 +107,9 @@ TEST_CASE("choices and paths", "[options]") {
   CHECK(o.cupti_lib.empty());
   o = parse({{"NB_CUPTI_JOIN", "kineto"}}, problems);
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of callback, api, none)") !=
+  CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of order, callback, none)") !=
         std::string::npos);
-  CHECK(o.cupti_join == "callback");
+  CHECK(o.cupti_join == "order");
   std::string out;
   CHECK_FALSE(parse_choice("call", "callback|none", out));
   CHECK_FALSE(parse_choice("", "callback|none", out));

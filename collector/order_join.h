@@ -1,0 +1,145 @@
+// Join mode "order" (the default): device work reaches its host call
+// through the order of CUPTI's correlation ids, with no CUPTI work per call.
+//
+// What real CUPTI does (measured on the H200, docs/gpu-validation.md,
+// 2026-12-01): with only kernel / copy / set activity enabled, every device
+// record carries a correlation id, and the ids are handed out in the order
+// the calls that made the work entered the driver: 1, 2, 3 ... over those
+// calls alone. A call's id is taken while its hook's interval is open, so
+// if call A returned before call B began, A's id is the smaller. Device
+// records taken in id order therefore meet the host calls in start order,
+// except where calls of two threads overlap in time; there the record's own
+// description (kernel name, grid and block; bytes of a copy or set; graph
+// or not) picks the call. Only calls that overlap in time *and* look the
+// same (one kernel, one grid, from two threads at once) cannot be told
+// apart; either is then taken.
+//
+// Records come out of CUPTI in any order (buffers per stream and thread,
+// work finishing at different times), so they wait in a heap until the ids
+// before them have come, or until the gap has lasted `hold_ns` (an id that
+// never comes: a record CUPTI dropped). One that comes after its turn was
+// skipped is placed between the calls of the ids around it.
+//
+// Plain data in, links out: no threads, no clocks of its own (times are
+// passed in), so tests drive it directly.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <vector>
+
+#include "collector/device_record.h"
+#include "collector/record.h"
+
+namespace nb {
+
+class OrderJoin {
+ public:
+  // A host call that makes device work (makes_device_work), reduced to
+  // what the join compares. Times in monotonic ns.
+  struct Host {
+    uint64_t start_ns = 0, end_ns = 0;
+    uint64_t id = 0;      // the host record's id
+    uint64_t window = 0;  // the collector's window number, 0 = none
+    Kind kind = Kind::Other;
+    uint32_t name = 0;    // interned mangled kernel name, 0 = unknown
+    uint32_t grid[3] = {0, 0, 0};
+    uint32_t block[3] = {0, 0, 0};
+    uint64_t bytes = 0;
+    static Host from(const Record& r, uint64_t start_ns, uint64_t end_ns, uint64_t window);
+  };
+  struct Link {
+    bool joined = false;
+    uint64_t host_id = 0;
+    uint64_t window = 0;
+  };
+  struct Config {
+    uint64_t hold_ns = 500000000;    // how long a missing id holds back the ids after it
+    uint64_t settle_ns = 5000000;    // a record waits until the rings were drained this long after its end
+    uint64_t slack_ns = 20000;       // a call may appear to start this much after its work (clock conversion)
+    size_t lookahead = 512;          // calls looked at past the first unresolved one
+    uint64_t keep_ns = 10000000000;  // resolved calls kept this long for records that come late
+    uint64_t forget_ns = 60000000000;  // calls never matched are dropped after this long
+    size_t max_calls = size_t(1) << 22;
+  };
+  struct Counts {
+    uint64_t joined = 0;
+    uint64_t unjoined = 0;        // no call fits (its host record lost, or a call nb does not hook)
+    uint64_t late = 0;            // came after the ids around it were joined
+    uint64_t weak = 0;            // joined by order alone (the next call, same kind, details differ)
+    uint64_t forgotten_calls = 0; // calls dropped unmatched by age or number
+  };
+  using Emit = std::function<void(const DeviceRecord&, const Link&)>;
+
+  OrderJoin() = default;
+  explicit OrderJoin(const Config& c) : config_(c) {}
+
+  // Host calls, in any order across threads.
+  void add(const Host& h);
+  // A device record as it arrived (`arrival_ns`: monotonic now).
+  void add(const DeviceRecord& d, uint64_t arrival_ns);
+  // Joins every device record whose turn has come and emits it with its
+  // link. `drained_ns`: when the rings were last drained (calls that
+  // returned before it are in). `force`: everything waiting, now (at the
+  // end, after the device was synchronized and CUPTI flushed).
+  void advance(uint64_t now_ns, uint64_t drained_ns, bool force, const Emit& emit);
+
+  size_t waiting() const { return heap_.size(); }
+  size_t calls() const { return calls_.size(); }
+  const Counts& counts() const { return counts_; }
+
+ private:
+  struct Pending {
+    DeviceRecord d;
+    uint64_t arrival_ns;
+    uint64_t seq;
+  };
+  struct Later {
+    bool operator()(const Pending& a, const Pending& b) const {
+      if (a.d.correlation != b.d.correlation) return a.d.correlation > b.d.correlation;
+      return a.seq > b.seq;
+    }
+  };
+  struct Linked {
+    Link link;
+    uint64_t start_ns, end_ns;  // the call's interval
+  };
+
+  // Calls by (start, record id): insertion anywhere (threads' records
+  // arrive a pass apart), iteration in time order.
+  using Key = std::pair<uint64_t, uint64_t>;
+  struct Call {
+    Host h;
+    bool matched = false;
+    bool open = true;  // neither matched nor passed over
+  };
+  using Calls = std::map<Key, Call>;
+  using Open = std::map<Key, Call*>;  // the open calls, in time order
+
+  Link place(const DeviceRecord& d);
+  Link forward(const DeviceRecord& d);
+  Link late(const DeviceRecord& d);
+  Link take(Open::iterator it, const DeviceRecord& d);
+  Link link(Call& c, const DeviceRecord& d);
+  void prune();
+
+  Config config_;
+  Calls calls_;
+  Open open_;
+  std::priority_queue<Pending, std::vector<Pending>, Later> heap_;
+  uint64_t seq_ = 0;
+  uint32_t last_id_ = 0;               // the largest id taken so far
+  std::map<uint32_t, Linked> linked_;  // id → its call, for records sharing an id and late ones
+  uint64_t newest_start_ = 0;
+  Counts counts_;
+};
+
+// Does device record `d` describe work call `h` could have made? `strict`
+// also compares the details (name, grid, block, bytes); otherwise only the
+// kind of work.
+bool order_join_fits(const OrderJoin::Host& h, const DeviceRecord& d, bool strict);
+
+}  // namespace nb

@@ -1,0 +1,347 @@
+// The order join (collector/order_join.h): device records placed on host
+// calls by the order of their correlation ids and by what they describe.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "collector/order_join.h"
+
+using namespace nb;
+
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+OrderJoin::Host launch(uint64_t id, uint64_t start, uint64_t end, uint32_t name, uint32_t gx = 1, uint64_t window = 0) {
+  OrderJoin::Host h;
+  h.id = id;
+  h.start_ns = start;
+  h.end_ns = end;
+  h.kind = Kind::Launch;
+  h.name = name;
+  h.grid[0] = gx;
+  h.grid[1] = h.grid[2] = 1;
+  h.block[0] = 128;
+  h.block[1] = h.block[2] = 1;
+  h.window = window;
+  return h;
+}
+
+OrderJoin::Host work(uint64_t id, Kind kind, uint64_t start, uint64_t end, uint64_t bytes) {
+  OrderJoin::Host h;
+  h.id = id;
+  h.start_ns = start;
+  h.end_ns = end;
+  h.kind = kind;
+  h.bytes = bytes;
+  return h;
+}
+
+DeviceRecord kernel(uint32_t corr, uint64_t start, uint32_t name, int32_t gx = 1) {
+  DeviceRecord d;
+  d.kind = DeviceKind::Kernel;
+  d.correlation = corr;
+  d.start = start;
+  d.end = start + 1000;
+  d.raw_name = name;
+  d.grid[0] = gx;
+  d.grid[1] = d.grid[2] = 1;
+  d.block[0] = 128;
+  d.block[1] = d.block[2] = 1;
+  return d;
+}
+
+DeviceRecord copy(uint32_t corr, uint64_t start, uint64_t bytes, DeviceKind kind = DeviceKind::Memcpy) {
+  DeviceRecord d;
+  d.kind = kind;
+  d.correlation = corr;
+  d.start = start;
+  d.end = start + 1000;
+  d.bytes = bytes;
+  return d;
+}
+
+// Runs the join to the end and returns correlation id → host id (0 = unjoined).
+struct Result {
+  std::map<uint32_t, uint64_t> host;
+  std::map<uint32_t, uint64_t> window;
+  int emitted = 0;
+};
+
+void collect(OrderJoin& j, Result& r, uint64_t now, uint64_t drained, bool force) {
+  j.advance(now, drained, force, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+    ++r.emitted;
+    r.host[d.correlation] = l.joined ? l.host_id : 0;
+    r.window[d.correlation] = l.window;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("order join: one thread, records arriving in any order", "[order_join]") {
+  OrderJoin j;
+  // kernel A, kernel A, kernel B, a copy, a set: ids 1..5 in call order.
+  j.add(launch(101, 1000, 2000, 7));
+  j.add(launch(102, 3000, 4000, 7));
+  j.add(launch(103, 5000, 6000, 8));
+  j.add(work(104, Kind::Memcpy, 7000, 8000, 4096));
+  j.add(work(105, Kind::Memset, 9000, 10000, 512));
+  std::vector<DeviceRecord> recs = {kernel(1, 50000, 7), kernel(2, 52000, 7), kernel(3, 54000, 8),
+                                    copy(4, 56000, 4096), copy(5, 58000, 512, DeviceKind::Memset)};
+  std::mt19937 rng(3);
+  std::shuffle(recs.begin(), recs.end(), rng);
+  for (const auto& d : recs) j.add(d, 100 * kMs);
+  Result r;
+  collect(j, r, 100 * kMs, 200 * kMs, false);  // nothing missing, nothing held
+  CHECK(r.emitted == 5);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 102}, {3, 103}, {4, 104}, {5, 105}});
+  CHECK(j.counts().joined == 5);
+  CHECK(j.waiting() == 0);
+}
+
+TEST_CASE("order join: overlapping calls of two threads are told apart by what they made", "[order_join]") {
+  OrderJoin j;
+  // Thread 1's launch of A began first, but thread 2's set (inside it in
+  // time) took the smaller id; then thread 2 launches B while thread 1's
+  // copy is still in its call.
+  j.add(launch(11, 1000, 9000, 7));
+  j.add(work(21, Kind::Memset, 2000, 3000, 64));
+  j.add(work(12, Kind::Memcpy, 10000, 20000, 128));
+  j.add(launch(22, 11000, 12000, 8));
+  j.add(copy(1, 30000, 64, DeviceKind::Memset), 0);
+  j.add(kernel(2, 31000, 7), 0);
+  j.add(kernel(3, 32000, 8), 0);
+  j.add(copy(4, 33000, 128), 0);
+  Result r;
+  collect(j, r, 10 * kMs, 10 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 21}, {2, 11}, {3, 22}, {4, 12}});
+}
+
+TEST_CASE("order join: a missing id holds back the ones after it, then is skipped", "[order_join]") {
+  OrderJoin::Config c;
+  c.hold_ns = 500 * kMs;
+  OrderJoin j(c);
+  j.add(launch(1, 1000, 2000, 7));
+  j.add(launch(2, 3000, 4000, 8));
+  j.add(launch(3, 5000, 6000, 9));
+  // Id 1's record is still on its way (another stream's buffer).
+  j.add(kernel(2, 20000, 8), 100 * kMs);
+  j.add(kernel(3, 21000, 9), 100 * kMs);
+  Result r;
+  collect(j, r, 200 * kMs, 300 * kMs, false);
+  CHECK(r.emitted == 0);  // held
+  j.add(kernel(1, 19000, 7), 250 * kMs);
+  collect(j, r, 260 * kMs, 300 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}, {2, 2}, {3, 3}});
+}
+
+TEST_CASE("order join: among identical calls, a record held past its turn can take a neighbour's call", "[order_join]") {
+  OrderJoin::Config c;
+  c.hold_ns = 500 * kMs;
+  OrderJoin j(c);
+  // Three launches of one kernel, a set, and a fifth launch of it: the
+  // first kernel's record comes only after the hold (it ran long).
+  j.add(launch(1, 1000, 2000, 7));
+  j.add(launch(2, 3000, 4000, 7));
+  j.add(launch(3, 5000, 6000, 7));
+  j.add(work(4, Kind::Memset, 7000, 8000, 64));
+  j.add(launch(5, 9000, 10000, 7));
+  for (uint32_t id : {2u, 3u, 5u}) j.add(kernel(id, 900000 + id, 7), 100 * kMs);
+  j.add(copy(4, 900004, 64, DeviceKind::Memset), 100 * kMs);
+  Result r;
+  collect(j, r, 700 * kMs, 800 * kMs, false);  // the hold is over: 2..5 go on
+  REQUIRE(r.emitted == 4);
+  // Without id 1, record 2 takes the first launch of the kernel: nothing in
+  // a record says which of two identical calls made it. The set resynchronises.
+  CHECK(r.host[2] == 1);
+  CHECK(r.host[3] == 2);
+  CHECK(r.host[4] == 4);
+  CHECK(r.host[5] == 5);
+  j.add(kernel(1, 800000, 7), 900 * kMs);
+  collect(j, r, 900 * kMs, 1000 * kMs, false);
+  // No call is taken twice: between no id and id 2's call there is none left.
+  CHECK(r.host[1] == 0);
+  CHECK(j.counts().unjoined == 1);
+}
+
+TEST_CASE("order join: a late record finds its call between the calls of the ids around it", "[order_join]") {
+  OrderJoin::Config c;
+  c.hold_ns = 500 * kMs;
+  OrderJoin j(c);
+  j.add(launch(1, 1000, 2000, 7));
+  j.add(launch(2, 3000, 4000, 8));  // its record comes late
+  j.add(launch(3, 5000, 6000, 9));
+  j.add(launch(4, 7000, 8000, 8));
+  j.add(kernel(1, 100000, 7), 100 * kMs);
+  j.add(kernel(3, 102000, 9), 100 * kMs);
+  j.add(kernel(4, 103000, 8), 100 * kMs);
+  Result r;
+  collect(j, r, 700 * kMs, 800 * kMs, false);
+  CHECK(r.host[1] == 1);
+  CHECK(r.host[3] == 3);
+  CHECK(r.host[4] == 4);
+  j.add(kernel(2, 101000, 8), 900 * kMs);
+  collect(j, r, 900 * kMs, 1000 * kMs, false);
+  CHECK(r.host[2] == 2);
+}
+
+TEST_CASE("order join: calls without device work are passed over", "[order_join]") {
+  OrderJoin j;
+  // A copy of 0 bytes makes no record; neither does a launch whose record
+  // CUPTI never writes. Ids follow only the calls that made work.
+  j.add(work(1, Kind::Memcpy, 1000, 2000, 0));
+  j.add(launch(2, 3000, 4000, 7));
+  j.add(launch(3, 5000, 6000, 8));
+  j.add(work(4, Kind::Memcpy, 7000, 8000, 256));
+  j.add(kernel(1, 10000, 7), 0);
+  j.add(copy(2, 11000, 256), 0);
+  Result r;
+  collect(j, r, kMs, 10 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 2}, {2, 4}});
+}
+
+TEST_CASE("order join: graph launches, work from calls nb did not see, calls after the work", "[order_join]") {
+  OrderJoin j;
+  OrderJoin::Host g = work(1, Kind::Graph, 1000, 2000, 0);
+  j.add(g);
+  j.add(launch(2, 3000, 4000, 7));
+  j.add(launch(3, 50000, 51000, 9));  // began after every record below started
+  DeviceRecord n1 = kernel(1, 10000, 5), n2 = kernel(1, 11000, 6), n3 = copy(1, 12000, 64);
+  n1.graph_id = n2.graph_id = n3.graph_id = 4;
+  for (const auto& d : {n1, n2, n3}) j.add(d, 0);
+  j.add(kernel(2, 20000, 7), 0);
+  j.add(kernel(3, 21000, 8), 0);  // a kernel no hooked call launched
+  j.add(kernel(4, 22000, 9), 0);  // like call 3's, but it ran before call 3 began
+  Result r;
+  int graph_records = 0;
+  j.advance(kMs, 10 * kMs, false, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+    if (d.correlation == 1 && l.joined && l.host_id == 1) ++graph_records;
+    r.host[d.correlation] = l.joined ? l.host_id : 0;
+  });
+  CHECK(graph_records == 3);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}, {2, 2}, {3, 0}, {4, 0}});
+  CHECK(j.counts().unjoined == 2);
+}
+
+TEST_CASE("order join: details that differ still join when the ids go in step", "[order_join]") {
+  OrderJoin j;
+  j.add(work(1, Kind::Memcpy, 1000, 2000, 1000));  // CUPTI counts the copy as 1024 bytes
+  j.add(launch(2, 3000, 4000, 7));
+  j.add(copy(1, 10000, 1024), 0);
+  j.add(kernel(2, 11000, 7), 0);
+  Result r;
+  collect(j, r, kMs, 10 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}, {2, 2}});
+  CHECK(j.counts().weak == 1);
+}
+
+TEST_CASE("order join: a record waits until the rings were drained after its work", "[order_join]") {
+  OrderJoin::Config c;
+  c.settle_ns = 5 * kMs;
+  OrderJoin j(c);
+  // A synchronous copy: its record can reach nb before the call's own
+  // record does (the call returns after its work ends).
+  j.add(copy(1, 10 * kMs, 64), 11 * kMs);
+  Result r;
+  collect(j, r, 12 * kMs, 12 * kMs, false);
+  CHECK(r.emitted == 0);
+  j.add(work(7, Kind::Memcpy, 9 * kMs, 11 * kMs + 500, 64));
+  collect(j, r, 20 * kMs, 20 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 7}});
+}
+
+TEST_CASE("order join: ids taken by every call (sparse) still join, once the holds pass", "[order_join]") {
+  OrderJoin::Config c;
+  c.hold_ns = 100 * kMs;
+  OrderJoin j(c);
+  // Ids 1, 4, 9, 10: the calls between took ids but made no work.
+  j.add(launch(1, 1000, 2000, 7));
+  j.add(launch(2, 3000, 4000, 7));
+  j.add(work(3, Kind::Memset, 5000, 6000, 8));
+  j.add(launch(4, 7000, 8000, 7));
+  j.add(kernel(1, 10000, 7), 0);
+  j.add(kernel(4, 11000, 7), 0);
+  j.add(copy(9, 12000, 8, DeviceKind::Memset), 0);
+  j.add(kernel(10, 13000, 7), 0);
+  Result r;
+  collect(j, r, 50 * kMs, 50 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}});
+  collect(j, r, 150 * kMs, 150 * kMs, false);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}, {4, 2}, {9, 3}, {10, 4}});
+}
+
+TEST_CASE("order join: windows travel with the link; forced joins everything at once", "[order_join]") {
+  OrderJoin j;
+  j.add(launch(1, 1000, 2000, 7, 1, 0));  // a warm-up step
+  j.add(launch(2, 3000, 4000, 7, 1, 3));  // window 3
+  j.add(kernel(2, 10000, 7), 0);
+  j.add(kernel(1, 9000, 7), 0);
+  Result r;
+  collect(j, r, 0, 0, true);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 1}, {2, 2}});
+  CHECK(r.window == std::map<uint32_t, uint64_t>{{1, 0}, {2, 3}});
+}
+
+TEST_CASE("order join: many threads launching at once, each kernel back to its own call", "[order_join]") {
+  // 16 threads x 200 launches; a thread's calls follow each other, threads
+  // overlap at random; ids are taken at a random instant inside each call.
+  // Grids name the call (thread, iteration), as bench/gpu/threads_join.cu.
+  std::mt19937_64 rng(11);
+  struct Call {
+    uint64_t start, end, take;
+    uint32_t t, i;
+  };
+  std::vector<Call> calls;
+  for (uint32_t t = 0; t < 16; ++t) {
+    uint64_t now = 1000 + rng() % 5000;
+    for (uint32_t i = 0; i < 200; ++i) {
+      const uint64_t len = 300 + rng() % 3000;
+      calls.push_back({now, now + len, now + rng() % len, t, i});
+      now += len + rng() % 2000;
+    }
+  }
+  OrderJoin j;
+  for (const Call& c : calls) {
+    OrderJoin::Host h = launch(uint64_t(c.t) << 32 | c.i, c.start, c.end, 7, c.i + 1);
+    h.grid[1] = c.t + 1;
+    j.add(h);
+  }
+  std::vector<size_t> by_take(calls.size());
+  for (size_t k = 0; k < calls.size(); ++k) by_take[k] = k;
+  std::sort(by_take.begin(), by_take.end(), [&](size_t a, size_t b) { return calls[a].take < calls[b].take; });
+  std::vector<DeviceRecord> recs;
+  for (size_t k = 0; k < by_take.size(); ++k) {
+    const Call& c = calls[by_take[k]];
+    DeviceRecord d = kernel(static_cast<uint32_t>(k + 1), 10 * kMs + k * 1000, 7, static_cast<int32_t>(c.i + 1));
+    d.grid[1] = static_cast<int32_t>(c.t + 1);
+    recs.push_back(d);
+  }
+  std::shuffle(recs.begin(), recs.end(), rng);
+  for (const auto& d : recs) j.add(d, 0);
+  int right = 0, wrong = 0;
+  j.advance(kMs, 100 * kMs, false, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+    const uint64_t want = uint64_t(d.grid[1] - 1) << 32 | uint64_t(d.grid[0] - 1);
+    (l.joined && l.host_id == want ? right : wrong) += 1;
+  });
+  CHECK(wrong == 0);
+  CHECK(right == 3200);
+}
+
+TEST_CASE("order join: calls never matched are forgotten, and counted", "[order_join]") {
+  OrderJoin::Config c;
+  c.forget_ns = 10 * kMs;
+  c.keep_ns = 1 * kMs;
+  OrderJoin j(c);
+  j.add(launch(1, 1000, 2000, 7));
+  j.add(launch(2, 3000, 4000, 7));
+  Result r;
+  collect(j, r, 0, 0, false);
+  CHECK(j.calls() == 2);
+  j.add(launch(3, 20 * kMs, 20 * kMs + 1000, 7));
+  collect(j, r, 0, 0, false);
+  CHECK(j.calls() == 1);
+  CHECK(j.counts().forgotten_calls == 2);
+}
