@@ -6,19 +6,20 @@
 #   2. GPT-2 decode steps under nb and, in a separate process, under
 #      torch.profiler: kernels per step, device time per step, kernel names
 #   3. CuPy and JAX: every device record joined
-#   4. overhead of the decode loop: bare vs nb (its default join, no stacks,
+#   4. threads, graphs (nvcc): every record joined to its own call
+#   5. overhead of the decode loop: bare vs nb (its default join, no stacks,
 #      as issue 3 measures), alternating, ABBA; the first EXTRA rounds also
 #      run join callback and join none
 #
-#   JOIN=api bash bench/gpu_device_check.sh BUILD_DIR OUT_DIR [ROUNDS] [EXTRA]
-#   (JOIN: the NB_CUPTI_JOIN of every nb run but the EXTRA ones; default callback)
+#   JOIN=callback bash bench/gpu_device_check.sh BUILD_DIR OUT_DIR [ROUNDS] [EXTRA]
+#   (JOIN: the NB_CUPTI_JOIN of every nb run but the EXTRA ones; default order)
 set -uo pipefail
 B=$(readlink -f "$1")
 OUT=$2
 ROUNDS=${3:-10}
 EXTRA=${4:-4}
 SHIM=$B/shim/libnb_shim.so
-export NB_CUPTI_JOIN=${JOIN:-callback}
+export NB_CUPTI_JOIN=${JOIN:-order}
 W=$(mktemp -d)
 mkdir -p "$OUT"
 S="$OUT/summary.txt"
@@ -47,8 +48,14 @@ for fw in cupy jax; do
   python3 bench/gpu/joined.py "$W/$fw.trace.json" 1 | tee -a "$S"
 done
 
+log "4 threads and graphs"
+LD_PRELOAD=$SHIM NB_OUT=$W/threads NB_PRINT_TABLE=0 NB_STACKS=none "$B/bench/threads_join" 8 200 2>&1 | tail -n 1 | tee -a "$S"
+python3 bench/gpu/threads_joined.py "$W/threads.trace.json" 8 200 | tee -a "$S"
+LD_PRELOAD=$SHIM NB_OUT=$W/graph NB_PRINT_TABLE=0 "$B/bench/graph_join" 100 2>&1 | tail -n 1 | tee -a "$S"
+python3 bench/gpu/graph_joined.py "$W/graph.trace.json" 100 | tee -a "$S"
+
 [ "$ROUNDS" -gt 0 ] || { rm -rf "$W"; exit 0; }
-log "4 overhead: $ROUNDS rounds (bare, nb), first $EXTRA also callback and none"
+log "5 overhead: $ROUNDS rounds (bare, nb), first $EXTRA also callback and none"
 run_loop() {  # label env...
   local label=$1; shift
   env "$@" python3 bench/decode_loop.py 2>>"$W/overhead.err" | awk -v l="$label" -v i="$i" '{print l, i, $2}' >>"$OUT/overhead.txt"

@@ -2,7 +2,7 @@
 # nb's overhead on the decode loop, paired inside one process (issue 3's
 # ≤ 1.15x and issue 4's ≤ 1.30x with NB_STACKS=all), results into OUT_DIR.
 # One process per MODE (default: "default stacksall"; also nostacks,
-# nojoin and api: see the case below); see
+# callback and nojoin: see the case below); see
 # bench/gpu/decode_inprocess_ab.py for the method.
 #
 #   bash bench/gpu_inprocess_overhead.sh BUILD_DIR OUT_DIR [PAIRS] [MODES]
@@ -19,9 +19,9 @@ for m in $MODES; do
   case $m in
     default) extra="" ;;
     stacksall) extra="NB_STACKS=all" ;;
-    nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks"
+    nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks" (default join: order)
+    callback) extra="NB_STACKS=none NB_CUPTI_JOIN=callback" ;;   # the callback join
     nojoin) extra="NB_STACKS=none NB_CUPTI_JOIN=none" ;;         # CUPTI activity, no join: the floor
-    api) extra="NB_STACKS=none NB_CUPTI_JOIN=api" ;;             # API records matched to the hooks
     *) echo "unknown mode $m"; exit 2 ;;
   esac
   echo "== $m" | tee -a "$OUT/inprocess.txt"

@@ -20,5 +20,8 @@ nvcc -O2 -arch=sm_90 -o "$c/bench/cublas_static" "$top/bench/gpu/cublas_static.c
 nvcc -O2 -arch=sm_90 -o "$c/bench/launch_cupti" "$top/bench/gpu/launch_cupti.cu"
 nvcc -O2 -arch=sm_90 -o "$c/bench/cupti_probe" "$top/bench/gpu/cupti_probe.cu" -lcupti -Xlinker -rpath,/usr/local/cuda/lib64
 nvcc -g -O1 -arch=sm_90 -o "$c/bench/leak" "$top/bench/gpu/leak.cu"
+nvcc -O2 -arch=sm_90 -o "$c/bench/threads_join" "$top/bench/gpu/threads_join.cu"
+nvcc -O2 -arch=sm_90 -o "$c/bench/graph_join" "$top/bench/gpu/graph_join.cu"
+gcc -O1 -shared -fPIC -o "$c/bench/segv_trace.so" "$top/bench/gpu/segv_trace.c"
 grep -qx '/.carry/' "$top/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$top/.git/info/exclude"
 du -sh "$c"

@@ -1,7 +1,10 @@
 """The seed's loop, ended by an uncaught KeyboardInterrupt after 8 steps (as
 Ctrl-C would): Python finalizes, then kills itself with SIGINT. With nb
 preloaded the files must still be written and the process must still die of
-SIGINT (shell status 130).
+SIGINT (shell status 130), or end with whatever status Python gives without
+nb (1 on the GPU machine, with and without nb: something this script loads
+changes how an uncaught KeyboardInterrupt ends; docs/gpu-validation.md,
+2026-12-01).
 
     python3 bench/gpu/interrupted_loop.py
 """
