@@ -115,6 +115,7 @@ OrderJoin::Link OrderJoin::forward(const DeviceRecord& d) {
 }
 
 OrderJoin::Link OrderJoin::take(Open::iterator it, const DeviceRecord& d) {
+  const Key key = it->first;
   Call& c = *it->second;
   // Open calls that returned before this one began took smaller ids, all
   // of which have been placed: they made no device record (or theirs comes
@@ -128,14 +129,14 @@ OrderJoin::Link OrderJoin::take(Open::iterator it, const DeviceRecord& d) {
     }
   }
   open_.erase(it);
-  c.open = false;
-  return link(c, d);
+  return link(calls_.find(key), d);
 }
 
-OrderJoin::Link OrderJoin::link(Call& c, const DeviceRecord& d) {
-  c.matched = true;
-  const Link l{true, c.h.id, c.h.window};
-  linked_[d.correlation] = Linked{l, c.h.start_ns, c.h.end_ns};
+OrderJoin::Link OrderJoin::link(Calls::iterator it, const DeviceRecord& d) {
+  const Host& h = it->second.h;
+  const Link l{true, h.id, h.window};
+  linked_[d.correlation] = Linked{l, h.start_ns, h.end_ns};
+  calls_.erase(it);
   ++counts_.joined;
   return l;
 }
@@ -154,20 +155,17 @@ OrderJoin::Link OrderJoin::late(const DeviceRecord& d) {
   for (size_t looked = 0; it != calls_.end() && it->first.first <= limit && looked < 4 * config_.lookahead;
        ++it, ++looked) {
     Call& c = it->second;
-    if (c.matched || c.h.end_ns < lo || !order_join_fits(c.h, d, true)) continue;
-    if (c.open) {
-      open_.erase(it->first);
-      c.open = false;
-    }
+    if (c.h.end_ns < lo || !order_join_fits(c.h, d, true)) continue;
+    if (c.open) open_.erase(it->first);
     ++counts_.late;
-    return link(c, d);
+    return link(it, d);
   }
   ++counts_.unjoined;
   return {};
 }
 
 void OrderJoin::prune() {
-  // Resolved calls stay a while for records that come late; calls still
+  // Calls passed over stay a while for records that come late; calls still
   // open after much longer never got a record (and are counted).
   while (!calls_.empty()) {
     auto it = calls_.begin();

@@ -61,9 +61,12 @@ class OrderJoin {
     uint64_t settle_ns = 5000000;    // a record waits until the rings were drained this long after its end
     uint64_t slack_ns = 20000;       // a call may appear to start this much after its work (clock conversion)
     size_t lookahead = 512;          // calls looked at past the first unresolved one
-    uint64_t keep_ns = 10000000000;  // resolved calls kept this long for records that come late
-    uint64_t forget_ns = 60000000000;  // calls never matched are dropped after this long
-    size_t max_calls = size_t(1) << 22;
+    // Calls passed over, and the intervals of joined ids, are kept this long
+    // (host time) for records that come late: a kernel that ran longer
+    // than this on one stream while another went on gets no arrow.
+    uint64_t keep_ns = 5000000000;
+    uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
+    size_t max_calls = size_t(1) << 20;
   };
   struct Counts {
     uint64_t joined = 0;
@@ -108,13 +111,14 @@ class OrderJoin {
     uint64_t start_ns, end_ns;  // the call's interval
   };
 
-  // Calls by (start, record id): insertion anywhere (threads' records
-  // arrive a pass apart), iteration in time order.
+  // Calls not joined yet, by (start, record id): insertion anywhere
+  // (threads' records arrive a pass apart), iteration in time order. A
+  // joined call leaves at once (linked_ keeps its interval); one passed
+  // over stays a while, for a record that comes late.
   using Key = std::pair<uint64_t, uint64_t>;
   struct Call {
     Host h;
-    bool matched = false;
-    bool open = true;  // neither matched nor passed over
+    bool open = true;  // false: passed over
   };
   using Calls = std::map<Key, Call>;
   using Open = std::map<Key, Call*>;  // the open calls, in time order
@@ -123,7 +127,7 @@ class OrderJoin {
   Link forward(const DeviceRecord& d);
   Link late(const DeviceRecord& d);
   Link take(Open::iterator it, const DeviceRecord& d);
-  Link link(Call& c, const DeviceRecord& d);
+  Link link(Calls::iterator it, const DeviceRecord& d);
   void prune();
 
   Config config_;

@@ -123,7 +123,8 @@ void Collector::route(const DeviceRecord& d, bool last_try) {
 }
 
 void Collector::note_for_join(const Record& r, uint64_t window) {
-  if (!order_join_on_ || !makes_device_work(r)) return;
+  // (After a hand-over to the program's own CUPTI client no record comes.)
+  if (!order_join_on_ || !makes_device_work(r) || (tracer_ != nullptr && tracer_->handed_over())) return;
   // Records drained outside drain_once (at the end) still need a slope.
   if (pass_map_.tick0 == 0) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
   order_join_.add(OrderJoin::Host::from(r, pass_map_.mono_ns(r.start), pass_map_.mono_ns(r.end), window));

@@ -100,6 +100,7 @@ TEST_CASE("order join: one thread, records arriving in any order", "[order_join]
   CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 102}, {3, 103}, {4, 104}, {5, 105}});
   CHECK(j.counts().joined == 5);
   CHECK(j.waiting() == 0);
+  CHECK(j.calls() == 0);  // a joined call is not kept
 }
 
 TEST_CASE("order join: overlapping calls of two threads are told apart by what they made", "[order_join]") {
