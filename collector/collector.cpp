@@ -151,22 +151,23 @@ uint64_t Collector::memory_horizon() const {
   return now.ticks - static_cast<uint64_t>(rate * kLagNs);
 }
 
-void Collector::take_device_records(bool last) {
+void Collector::take_device_records(OrderJoin::Pass pass) {
   std::vector<DeviceRecord> records;
   tracer_->take(records);
   if (order_join_on_) {
     const uint64_t now = monotonic_ns();
     for (const DeviceRecord& d : records) order_join_.add(d, now);
-    order_join_.advance(now, drained_ns_, last, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
+    order_join_.advance(now, drained_ns_, pass, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
     return;
   }
+  const bool last = pass == OrderJoin::Pass::Final;
   // Device records can come before their host call's record is drained
   // (the call still returning, or its ring not reached yet this pass): the
   // ones with no window yet get one more pass.
   std::vector<DeviceRecord> retry;
   retry.swap(retry_device_);
   for (const DeviceRecord& d : retry) route(d, true);
-  for (const DeviceRecord& d : records) route(d, last);
+  for (const DeviceRecord& d : records) route(d, last);  // not yet placed: one more pass, unless final
 }
 
 uint64_t Collector::dropped() const {
@@ -231,7 +232,7 @@ void Collector::finish() {
     tracer_->flush(true);
     drain_rings();
     take_device_records();
-    take_device_records(true);  // the last try of those that came before their host call's record
+    take_device_records(OrderJoin::Pass::Final);  // the last try of those that came before their host call's record
     tracer_->stop();
   }
 
@@ -308,14 +309,18 @@ OutputContext Collector::current_context() {
   if (stacks_.overflowed()) ctx.notes.push_back("Calls recorded without their stack (more than a million distinct stacks): " + std::to_string(stacks_.overflowed()));
   if (late_records_) ctx.notes.push_back("Calls that reached the collector after their window was written, left out: " + std::to_string(late_records_));
   if (late_device_) ctx.notes.push_back("Device records that came after their window was written, left out: " + std::to_string(late_device_));
+  if (unjoined_in_windows_) {
+    ctx.notes.push_back("Device records joined to no call nb recorded, so to no window, left out: " +
+                        std::to_string(unjoined_in_windows_));
+  }
   if (order_join_on_) {
     // How sure the arrows are: joined by order alone (a detail differed),
     // placed late (their record came after the ids around them), and calls
     // that waited so long for a record that they were given up.
     const OrderJoin::Counts& j = order_join_.counts();
     log::debug("order join: " + std::to_string(j.joined) + " joined (" + std::to_string(j.weak) + " by order alone, " +
-               std::to_string(j.late) + " late), " + std::to_string(j.unjoined) + " without a call, " +
-               std::to_string(j.forgotten_calls) + " calls given up");
+               std::to_string(j.late) + " late), " + std::to_string(j.unjoined) + " without a call (" +
+               std::to_string(j.refused) + " refused), " + std::to_string(j.forgotten_calls) + " calls given up");
     if (j.weak || j.late) {
       ctx.notes.push_back("Order join: " + std::to_string(j.weak) + " device records joined by order alone (their details "
                           "differ from the call's), " + std::to_string(j.late) + " placed after their turn");

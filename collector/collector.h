@@ -67,9 +67,10 @@ class Collector {
  private:
   void run();
   size_t drain_rings();  // every thread's ring, records routed
-  // CUPTI's records so far; `last`: the final take (after the device was
-  // synchronized and CUPTI flushed), nothing waits any longer.
-  void take_device_records(bool last = false);
+  // CUPTI's records so far. NoWait: a window's deadline (the order join
+  // stops waiting for missing ids); Final: the last take (after the device
+  // was synchronized and CUPTI flushed), nothing waits any longer.
+  void take_device_records(OrderJoin::Pass pass = OrderJoin::Pass::Normal);
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
 
@@ -127,6 +128,7 @@ class Collector {
   uint64_t last_written_ = 0;  // windows are written in order
   uint64_t late_records_ = 0;  // arrived after their window was written
   uint64_t late_device_ = 0;
+  uint64_t unjoined_in_windows_ = 0;  // order join: device records joined to no call, so in no window
   std::vector<DeviceRecord> retry_device_;  // no window known yet: tried again after the next drain
   std::map<uint32_t, std::string> thread_names_;  // for the windows' thread names
 

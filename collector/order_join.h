@@ -14,11 +14,24 @@
 // same (one kernel, one grid, from two threads at once) cannot be told
 // apart; either is then taken.
 //
+// Each record goes to the first open call that fits, with three guards
+// against one lost record shifting every later arrow onto the next
+// identical call:
+//  - ids skipped (a record CUPTI dropped): once the ids have been seen to
+//    be dense, a record after a gap of g ids goes to the fitting call that
+//    has g calls passed over before it, if there is one;
+//  - a call nb did not record (a full ring): once the ids have been seen to
+//    be dense, taking a call that passes over more calls than ids were
+//    skipped is refused when the records that come next fit the
+//    passed-over calls in order;
+//  - a record that fits no call in every detail is given the next call by
+//    order alone only if the record after it does not fit that call.
+//
 // Records come out of CUPTI in any order (buffers per stream and thread,
-// work finishing at different times), so they wait in a heap until the ids
-// before them have come, or until the gap has lasted `hold_ns` (an id that
-// never comes: a record CUPTI dropped). One that comes after its turn was
-// skipped is placed between the calls of the ids around it.
+// work finishing at different times), so they wait until the ids before
+// them have come and one after them has too, or until `hold_ns` has passed
+// (an id that never comes). One that comes after its turn was skipped is
+// placed between the calls of the ids around it.
 //
 // Plain data in, links out: no threads, no clocks of its own (times are
 // passed in), so tests drive it directly.
@@ -28,7 +41,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <queue>
 #include <vector>
 
 #include "collector/device_record.h"
@@ -67,14 +79,21 @@ class OrderJoin {
     uint64_t keep_ns = 5000000000;
     uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
     size_t max_calls = size_t(1) << 20;
+    size_t max_linked = size_t(1) << 18;  // joined ids remembered
+    uint64_t max_positional_gap = 8;      // ids skipped that the dense rule above accounts for
   };
   struct Counts {
     uint64_t joined = 0;
     uint64_t unjoined = 0;        // no call fits (its host record lost, or a call nb does not hook)
     uint64_t late = 0;            // came after the ids around it were joined
     uint64_t weak = 0;            // joined by order alone (the next call, same kind, details differ)
+    uint64_t refused = 0;         // of the unjoined: the fitting call would have shifted the records after it
     uint64_t forgotten_calls = 0; // calls dropped unmatched by age or number
   };
+  // How far a pass goes: Normal waits for missing ids and for a record
+  // after each; NoWait does not (a window's deadline); Final joins
+  // everything, the calls still returning included (the end of the run).
+  enum class Pass { Normal, NoWait, Final };
   using Emit = std::function<void(const DeviceRecord&, const Link&)>;
 
   OrderJoin() = default;
@@ -86,29 +105,23 @@ class OrderJoin {
   void add(const DeviceRecord& d, uint64_t arrival_ns);
   // Joins every device record whose turn has come and emits it with its
   // link. `drained_ns`: when the rings were last drained (calls that
-  // returned before it are in). `force`: everything waiting, now (at the
-  // end, after the device was synchronized and CUPTI flushed).
-  void advance(uint64_t now_ns, uint64_t drained_ns, bool force, const Emit& emit);
+  // returned before it are in; a record waits for a drain settle_ns after
+  // its end, except in a Final pass).
+  void advance(uint64_t now_ns, uint64_t drained_ns, Pass pass, const Emit& emit);
 
-  size_t waiting() const { return heap_.size(); }
+  size_t waiting() const { return waiting_.size(); }
   size_t calls() const { return calls_.size(); }
   const Counts& counts() const { return counts_; }
 
  private:
   struct Pending {
     DeviceRecord d;
+    uint64_t id;  // the correlation id widened to 64 bits (CUPTI's wraps at 2^32)
     uint64_t arrival_ns;
-    uint64_t seq;
-  };
-  struct Later {
-    bool operator()(const Pending& a, const Pending& b) const {
-      if (a.d.correlation != b.d.correlation) return a.d.correlation > b.d.correlation;
-      return a.seq > b.seq;
-    }
   };
   struct Linked {
     Link link;
-    uint64_t start_ns, end_ns;  // the call's interval
+    uint64_t start_ns, end_ns;  // the call's interval (joined ones)
   };
 
   // Calls not joined yet, by (start, record id): insertion anywhere
@@ -122,22 +135,30 @@ class OrderJoin {
   };
   using Calls = std::map<Key, Call>;
   using Open = std::map<Key, Call*>;  // the open calls, in time order
+  using Waiting = std::multimap<uint64_t, Pending>;  // by id; equal ids in arrival order
 
-  Link place(const DeviceRecord& d);
-  Link forward(const DeviceRecord& d);
-  Link late(const DeviceRecord& d);
-  Link take(Open::iterator it, const DeviceRecord& d);
-  Link link(Calls::iterator it, const DeviceRecord& d);
+  uint64_t widen(uint32_t id);
+  bool dense() const;
+  Link place(const Pending& q);
+  Link forward(const Pending& q);
+  Link late(const Pending& q);
+  bool next_records_fit(Open::iterator chosen, uint64_t id) const;
+  bool next_record_fits(const Host& h, uint64_t id) const;
+  Link take(Open::iterator it, uint64_t id);
+  Link link(Calls::iterator it, uint64_t id);
   void prune();
 
   Config config_;
   Calls calls_;
   Open open_;
-  std::priority_queue<Pending, std::vector<Pending>, Later> heap_;
-  uint64_t seq_ = 0;
-  uint32_t last_id_ = 0;               // the largest id taken so far
-  std::map<uint32_t, Linked> linked_;  // id → its call, for records sharing an id and late ones
+  Waiting waiting_;
+  uint64_t high_water_ = 0;  // the largest widened id seen
+  uint64_t last_id_ = 0;     // the largest id placed so far
+  std::map<uint64_t, Linked> linked_;  // id → its call, for records sharing an id and late ones
   uint64_t newest_start_ = 0;
+  uint64_t forward_seen_ = 0;  // records placed in order, and how often after a gap (moving average)
+  double gap_rate_ = 0;
+  std::vector<uint64_t> ends_;  // forward()'s scratch, kept to spare an allocation per record
   Counts counts_;
 };
 

@@ -136,7 +136,11 @@ void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
     if (l.joined) session_.consume(CorrelationLink{l.host_id, d.correlation});
     return;
   }
-  if (!l.joined || l.window == 0) return;  // made outside every window (or by no call nb saw)
+  if (!l.joined) {
+    ++unjoined_in_windows_;
+    return;
+  }
+  if (l.window == 0) return;  // made outside every window
   auto w = windows_.find(l.window);
   if (w == windows_.end() || !w->second.session) {
     ++late_device_;  // its window is written already
@@ -267,7 +271,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
       const bool late = std::chrono::steady_clock::now() > deadline;
       // At the deadline the order join stops waiting for ids that have not
       // come (their records, if they come, are placed late).
-      take_device_records(late);
+      take_device_records(late ? OrderJoin::Pass::NoWait : OrderJoin::Pass::Normal);
       if (w.device_got >= w.host_work || late) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
