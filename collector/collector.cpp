@@ -322,8 +322,9 @@ OutputContext Collector::current_context() {
                std::to_string(j.late) + " late), " + std::to_string(j.unjoined) + " without a call (" +
                std::to_string(j.refused) + " refused), " + std::to_string(j.forgotten_calls) + " calls given up");
     if (j.weak || j.late) {
-      ctx.notes.push_back("Order join: " + std::to_string(j.weak) + " device records joined by order alone (their details "
-                          "differ from the call's), " + std::to_string(j.late) + " placed after their turn");
+      ctx.notes.push_back("Order join, in the run so far: " + std::to_string(j.weak) +
+                          " device records joined by order alone (their details differ from the call's), " +
+                          std::to_string(j.late) + " placed after their turn");
     }
   }
   ctx.kernel_names = names_.snapshot();
