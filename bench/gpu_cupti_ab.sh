@@ -7,17 +7,18 @@
 # machine's changes of speed between processes do not reach. Each round
 # also runs nb itself the same way (bench/gpu/launch_cupti.cu "ab": nb
 # recording and dormant by turns, NB_TRIGGER=signal) with each join mode in
-# NB_JOINS (default "callback api none"), NB_STACKS=none. VARIATIONS "" runs nb
+# NB_JOINS (default "order callback none"), NB_STACKS=none. VARIATIONS "" runs nb
 # only. The default variations compare the joins' costs without nb:
 # activity alone, nb's callback setup, API records for the launch ids (an
-# API-record join), external ids (which joined nothing in nb, 2026-11-30).
+# API-record join; nb's joined nothing, removed 2026-12-01), external ids (which
+# joined nothing in nb, 2026-11-30).
 #
 #   bash bench/gpu_cupti_ab.sh BUILD_DIR OUT_DIR [REPS] [VARIATIONS]
 set -uo pipefail
 B=$(readlink -f "$1")
 OUT=$2
 REPS=${3:-6}
-NB_JOINS=${NB_JOINS:-"callback api none"}
+NB_JOINS=${NB_JOINS:-"order callback none"}
 VARS=${4-"act act,ts,cb,flush act,api act,ext"}
 mkdir -p "$OUT"
 W=$(mktemp -d)

@@ -18,7 +18,7 @@ TEST_CASE("TimeMap: ticks to epoch ns through two anchors", "[clock]") {
   CHECK(m.epoch_ns(1000 + 2000) == 1700000000000001000);
   CHECK(m.epoch_ns(500) == 1699999999999999750);  // before the first anchor
   CHECK(m.duration_ns(4000) == 2000);
-  // Ticks to monotonic ns (compared with CUPTI's times by the "api" join).
+  // Ticks to monotonic ns (compared with CUPTI's times by the order join).
   CHECK(m.mono_ns(1000) == 5000);
   CHECK(m.mono_ns(1000 + 2000) == 6000);
   g_ticks_are_tsc = saved;
