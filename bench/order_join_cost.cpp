@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
     d.block[0] = 128;
     d.block[1] = d.block[2] = 1;
     j.add(d, 0);
-    if (i % 8192 == 8191) j.advance(0, UINT64_MAX, OrderJoin::Pass::Normal, count);
+    if (i % 8192 == 8191) j.advance({0, UINT64_MAX}, OrderJoin::Pass::Normal, count);
   }
-  j.advance(0, UINT64_MAX, OrderJoin::Pass::Final, count);
+  j.advance({0, UINT64_MAX}, OrderJoin::Pass::Final, count);
   const auto t1 = std::chrono::steady_clock::now();
   std::printf("order_join calls %ld joined %llu ns_per_call %.1f calls_kept %zu\n", n,
               static_cast<unsigned long long>(joined),

@@ -67,9 +67,20 @@ bool Collector::start(std::function<void()> on_thread_start) {
 
 size_t Collector::drain_rings() {
   // Taken before the drain: every call that returned before it is in after.
-  if (order_join_on_) drained_ns_ = monotonic_ns();
+  if (order_join_on_) {
+    drained_ns_ = monotonic_ns();
+    in_call_ns_ = UINT64_MAX;
+    if (pass_map_.tick0 == 0) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
+  }
   size_t n = 0;
   registry_.for_each([&](ThreadSlot& slot) {
+    // Read before the drain (and after drained_ns_): a call seen outside
+    // has its record in this drain; one inside holds back the records of
+    // work begun after it began (OrderJoin::advance).
+    if (order_join_on_) {
+      const uint64_t in_call = slot.in_call.load(std::memory_order_acquire);
+      if (in_call != 0) in_call_ns_ = std::min(in_call_ns_, pass_map_.mono_ns(in_call));
+    }
     // Exited is read before draining: a slot seen exited is fully drained by
     // this pass, since its owner publishes nothing after exiting.
     const bool exited = slot.state.load(std::memory_order_acquire) == ThreadSlot::kExited;
@@ -157,7 +168,7 @@ void Collector::take_device_records(OrderJoin::Pass pass) {
   if (order_join_on_) {
     const uint64_t now = monotonic_ns();
     for (const DeviceRecord& d : records) order_join_.add(d, now);
-    order_join_.advance(now, drained_ns_, pass, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
+    order_join_.advance({now, drained_ns_, in_call_ns_}, pass, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
     return;
   }
   const bool last = pass == OrderJoin::Pass::Final;

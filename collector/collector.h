@@ -148,6 +148,7 @@ class Collector {
   const bool order_join_on_;
   TimeMap pass_map_;
   uint64_t drained_ns_ = 0;
+  uint64_t in_call_ns_ = UINT64_MAX;  // earliest start of a device-work call in flight at that drain
   OrderJoin order_join_;
   std::mutex mu_;
   std::condition_variable cv_;

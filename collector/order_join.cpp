@@ -75,15 +75,18 @@ void OrderJoin::add(const DeviceRecord& d, uint64_t arrival_ns) {
 
 bool OrderJoin::dense() const { return forward_seen_ >= 32 && gap_rate_ < 0.1; }
 
-void OrderJoin::advance(uint64_t now_ns, uint64_t drained_ns, Pass pass, const Emit& emit) {
+void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
   while (!waiting_.empty()) {
     auto it = waiting_.begin();
     const Pending& p = it->second;
     if (pass != Pass::Final) {
       // The call that made it may still be returning (a synchronous copy
       // returns just after its work ends): wait for a drain after that.
-      if (std::max(p.d.start, p.d.end) + config_.settle_ns > drained_ns) break;
-      const bool waited = now_ns >= p.arrival_ns && now_ns - p.arrival_ns >= config_.hold_ns;
+      if (std::max(p.d.start, p.d.end) + config_.settle_ns > now.drained_ns) break;
+      const bool waited = now.now_ns >= p.arrival_ns && now.now_ns - p.arrival_ns >= config_.hold_ns;
+      // Or it is still in its call: a thread can be taken off the CPU
+      // between the work and the return for longer than any settle time.
+      if (!waited && now.in_call_ns <= p.d.start + config_.slack_ns) break;
       if (pass == Pass::Normal && !waited) {
         // An id before it has not come yet (another stream's buffer, work
         // still running), or none after it has: the records around a

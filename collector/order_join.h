@@ -31,7 +31,9 @@
 // work finishing at different times), so they wait until the ids before
 // them have come and one after them has too, or until `hold_ns` has passed
 // (an id that never comes). One that comes after its turn was skipped is
-// placed between the calls of the ids around it.
+// placed between the calls of the ids around it. A record also waits while
+// a call that began before its work is still in flight (Now::in_call_ns):
+// that call may be the one that made it.
 //
 // Plain data in, links out: no threads, no clocks of its own (times are
 // passed in), so tests drive it directly.
@@ -102,11 +104,22 @@ class OrderJoin {
   void add(const Host& h);
   // A device record as it arrived (`arrival_ns`: monotonic now).
   void add(const DeviceRecord& d, uint64_t arrival_ns);
+  // Where the host side stands (monotonic ns).
+  struct Now {
+    uint64_t now_ns = 0;
+    // When the rings were last drained: calls that returned before it are
+    // in. A record waits for a drain settle_ns after its end.
+    uint64_t drained_ns = 0;
+    // The earliest start of a call that makes device work and was still in
+    // flight at that drain (UINT64_MAX: none). Its work may have run and
+    // come back before its record is published (the thread descheduled
+    // inside the call), so records of work begun after it wait, up to
+    // hold_ns after they arrived.
+    uint64_t in_call_ns = UINT64_MAX;
+  };
   // Joins every device record whose turn has come and emits it with its
-  // link. `drained_ns`: when the rings were last drained (calls that
-  // returned before it are in; a record waits for a drain settle_ns after
-  // its end, except in a Final pass).
-  void advance(uint64_t now_ns, uint64_t drained_ns, Pass pass, const Emit& emit);
+  // link. The waits above are skipped in a Final pass.
+  void advance(const Now& now, Pass pass, const Emit& emit);
 
   size_t waiting() const { return waiting_.size(); }
   size_t calls() const { return calls_.size(); }

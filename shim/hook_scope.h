@@ -47,12 +47,20 @@ class HookScope {
     t.corr_first = t.corr_last = 0;
     if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
     rec_->start = now_ticks();  // last: our own work stays outside the call
+    // Before the real call, so before its work can run (x86 keeps stores in
+    // order: the marker is visible before the call's doorbell write).
+    if (is_device_work_kind(kind)) {
+      t.slot->in_call.store(rec_->start, std::memory_order_relaxed);
+      marked_ = true;
+    }
   }
 
   __attribute__((always_inline)) ~HookScope() {
     if (!entered_) return;
     ThreadState& t = t_state;
     if (rec_ != nullptr) t.slot->ring.publish();
+    // After the publish: a collector that reads 0 then sees the record.
+    if (marked_) t.slot->in_call.store(0, std::memory_order_release);
     t.depth = 0;
     t.outer = nullptr;
   }
@@ -99,6 +107,7 @@ class HookScope {
   Record* rec_ = nullptr;
   Record* target_ = nullptr;
   bool entered_ = false;
+  bool marked_ = false;  // slot->in_call set by this call
 };
 
 // A record not made by a hooked call (an NVTX range) on this thread, to fill

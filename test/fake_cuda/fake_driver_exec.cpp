@@ -25,13 +25,17 @@
 #include "fake_driver_internal.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace fake {
@@ -321,6 +325,22 @@ CUresult check_launch(const void* f, const KernelLaunch& l, CUstream stream, boo
     return check_stream(stream, per_thread);
 }
 
+// FAKE_CUDA_SLOW_LAUNCH=N:MS: the Nth kernel launch of the process (from 1)
+// waits MS ms after its kernel has run, before it returns: a thread the
+// scheduler takes away between the work and the caller's next instruction,
+// as a loaded machine does (a tool must not give up on that call's record).
+void maybe_slow_launch() {
+    static const std::pair<unsigned long long, unsigned long long> slow = [] {
+        const char* v = std::getenv("FAKE_CUDA_SLOW_LAUNCH");
+        unsigned long long n = 0, ms = 0;
+        if (v == nullptr || std::sscanf(v, "%llu:%llu", &n, &ms) != 2) return std::make_pair(0ull, 0ull);
+        return std::make_pair(n, ms);
+    }();
+    static std::atomic<unsigned long long> launches{0};
+    if (slow.first == 0) return;
+    if (launches.fetch_add(1) + 1 == slow.first) std::this_thread::sleep_for(std::chrono::milliseconds(slow.second));
+}
+
 // Checks a launch and, when it succeeds, reports its kernel.
 CUresult enqueue_kernel(const void* f, const KernelLaunch& l, CUstream stream, bool per_thread) {
     if (CUresult rc = check_launch(f, l, stream, per_thread)) return rc;
@@ -332,6 +352,7 @@ CUresult enqueue_kernel(const void* f, const KernelLaunch& l, CUstream stream, b
         }
         report_kernel(name, l, stream, per_thread);
     }
+    maybe_slow_launch();
     return CUDA_SUCCESS;
 }
 

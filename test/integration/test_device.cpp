@@ -182,6 +182,35 @@ TEST_CASE("16 threads launching at once: every kernel joined to the very call th
   }
 }
 
+TEST_CASE("a thread held up inside a launch after its kernel ran still gets its kernel", "[integration][device][threads]") {
+  // The kernel's record reaches the collector, with those of later launches
+  // of other threads, while the launching call has not returned (so its
+  // host record is not in the ring yet).
+  for (const char* join : {"order", "callback"}) {
+    DYNAMIC_SECTION("join " << join) {
+      nbtest::TempDir dir;
+      const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "4", "200"},
+                                          {{"NB_CUPTI_JOIN", join},
+                                           {"NB_CUPTI_FLUSH_MS", "10"},
+                                           {"FAKE_CUDA_SLOW_LAUNCH", "100:300"}});
+      INFO(r.run.err);
+      REQUIRE(r.run.exit_code == 0);
+      std::map<uint64_t, nlohmann::json> host_by_id;
+      for (const auto& e : nbtest::host_calls(r.trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+      long kernels = 0, exact = 0;
+      for (const auto& e : r.trace["traceEvents"]) {
+        if (e.value("cat", "") != "kernel") continue;
+        ++kernels;
+        if (!e["args"].contains("External id")) continue;
+        const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+        if (host != host_by_id.end()) exact += host->second["args"]["grid"] == e["args"]["grid"];
+      }
+      CHECK(kernels == 4 * 200);
+      CHECK(exact == kernels);
+    }
+  }
+}
+
 TEST_CASE("without the periodic flush, the final flush still brings every record", "[integration][device]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")}, {{"NB_CUPTI_FLUSH_MS", "0"}});

@@ -72,7 +72,7 @@ uint32_t dense_ids_seen(OrderJoin& j) {
     j.add(launch(900 + i, 2000ull * i - 1000, 2000ull * i - 500, 99));
     j.add(kernel(i, 100000 + 100ull * i, 99), 0);
   }
-  j.advance(0, UINT64_MAX, OrderJoin::Pass::Final, {});
+  j.advance({0, UINT64_MAX}, OrderJoin::Pass::Final, {});
   return 41;
 }
 
@@ -84,7 +84,7 @@ struct Result {
 };
 
 void collect(OrderJoin& j, Result& r, uint64_t now, uint64_t drained, bool final_pass) {
-  j.advance(now, drained, final_pass ? OrderJoin::Pass::Final : OrderJoin::Pass::Normal,
+  j.advance({now, drained}, final_pass ? OrderJoin::Pass::Final : OrderJoin::Pass::Normal,
             [&](const DeviceRecord& d, const OrderJoin::Link& l) {
     ++r.emitted;
     r.host[d.correlation] = l.joined ? l.host_id : 0;
@@ -290,7 +290,7 @@ TEST_CASE("order join: graph launches, work from calls nb did not see, calls aft
   j.add(kernel(4, 22000, 9), 0);  // like call 3's, but it ran before call 3 began
   Result r;
   int graph_records = 0;
-  j.advance(kMs, 10 * kMs, OrderJoin::Pass::Final, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+  j.advance({kMs, 10 * kMs}, OrderJoin::Pass::Final, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
     if (d.correlation == 1 && l.joined && l.host_id == 1) ++graph_records;
     r.host[d.correlation] = l.joined ? l.host_id : 0;
   });
@@ -378,6 +378,48 @@ TEST_CASE("order join: a record waits until the rings were drained after its wor
   CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 7}});
 }
 
+TEST_CASE("order join: a record waits while a call begun before its work is still in flight", "[order_join]") {
+  OrderJoin j;
+  // Thread A launched kernel 5 at 10 ms and was taken off the CPU before
+  // returning; thread B's launch came after. Both records are in, B's
+  // host record too, A's not: A's call is in flight since 10 ms.
+  j.add(launch(202, 12 * kMs, 12 * kMs + 500, 6));
+  j.add(kernel(1, 10 * kMs + 100, 5), 20 * kMs);
+  j.add(kernel(2, 12 * kMs + 100, 6), 20 * kMs);
+  Result r;
+  const auto pass = [&](uint64_t now, uint64_t in_call) {
+    j.advance({now, now, in_call}, OrderJoin::Pass::Normal, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+      ++r.emitted;
+      r.host[d.correlation] = l.joined ? l.host_id : 0;
+    });
+  };
+  pass(100 * kMs, 10 * kMs);
+  CHECK(r.emitted == 0);
+  // A returns: its record is in, it is out of its call.
+  j.add(launch(101, 10 * kMs, 300 * kMs, 5));
+  pass(301 * kMs, UINT64_MAX);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}});  // (2 waits for a record after it)
+  pass(600 * kMs, UINT64_MAX);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 202}});
+}
+
+TEST_CASE("order join: a call in flight for longer than the hold stops holding records back", "[order_join]") {
+  OrderJoin j;
+  // A synchronous copy waiting on the queue for seconds: the kernels it
+  // waits for are not its work.
+  j.add(launch(101, 10 * kMs, 10 * kMs + 500, 5));
+  j.add(kernel(1, 30 * kMs, 5), 40 * kMs);
+  j.add(kernel(2, 31 * kMs, 5), 40 * kMs);
+  int emitted = 0;
+  j.advance({400 * kMs, 400 * kMs, 20 * kMs}, OrderJoin::Pass::Normal,
+            [&](const DeviceRecord&, const OrderJoin::Link&) { ++emitted; });
+  CHECK(emitted == 0);
+  j.advance({600 * kMs, 600 * kMs, 20 * kMs}, OrderJoin::Pass::Normal,
+            [&](const DeviceRecord&, const OrderJoin::Link&) { ++emitted; });
+  CHECK(emitted == 2);
+  CHECK(j.counts().joined == 1);
+}
+
 TEST_CASE("order join: ids taken by every call (sparse) still join, once the holds pass", "[order_join]") {
   OrderJoin::Config c;
   c.hold_ns = 100 * kMs;
@@ -447,7 +489,7 @@ TEST_CASE("order join: many threads launching at once, each kernel back to its o
   std::shuffle(recs.begin(), recs.end(), rng);
   for (const auto& d : recs) j.add(d, 0);
   int right = 0, wrong = 0;
-  j.advance(kMs, 100 * kMs, OrderJoin::Pass::Final, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+  j.advance({kMs, 100 * kMs}, OrderJoin::Pass::Final, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
     const uint64_t want = uint64_t(d.grid[1] - 1) << 32 | uint64_t(d.grid[0] - 1);
     (l.joined && l.host_id == want ? right : wrong) += 1;
   });
