@@ -6,7 +6,8 @@
 #   2. GPT-2 decode steps under nb and, in a separate process, under
 #      torch.profiler: kernels per step, device time per step, kernel names
 #   3. CuPy and JAX: every device record joined
-#   4. threads, graphs (nvcc): every record joined to its own call
+#   4. threads (also 16 on one core), graphs (nvcc): every record joined to
+#      its own call
 #   5. overhead of the decode loop: bare vs nb (its default join, no stacks,
 #      as issue 3 measures), alternating, ABBA; the first EXTRA rounds also
 #      run join callback and join none
@@ -51,6 +52,10 @@ done
 log "4 threads and graphs"
 LD_PRELOAD=$SHIM NB_OUT=$W/threads NB_PRINT_TABLE=0 NB_STACKS=none "$B/bench/threads_join" 8 200 2>&1 | tail -n 1 | tee -a "$S"
 python3 bench/gpu/threads_joined.py "$W/threads.trace.json" 8 200 | tee -a "$S"
+# 16 threads on one core: threads taken off the CPU inside their calls,
+# after the work was submitted and before the hook returned.
+LD_PRELOAD=$SHIM NB_OUT=$W/threads1 NB_PRINT_TABLE=0 NB_STACKS=none taskset -c 0 "$B/bench/threads_join" 16 100 2>&1 | tail -n 1 | tee -a "$S"
+python3 bench/gpu/threads_joined.py "$W/threads1.trace.json" 16 100 | tee -a "$S"
 LD_PRELOAD=$SHIM NB_OUT=$W/graph NB_PRINT_TABLE=0 "$B/bench/graph_join" 100 2>&1 | tail -n 1 | tee -a "$S"
 python3 bench/gpu/graph_joined.py "$W/graph.trace.json" 100 | tee -a "$S"
 

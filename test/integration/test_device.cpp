@@ -192,7 +192,7 @@ TEST_CASE("a thread held up inside a launch after its kernel ran still gets its 
       const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "4", "200"},
                                           {{"NB_CUPTI_JOIN", join},
                                            {"NB_CUPTI_FLUSH_MS", "10"},
-                                           {"FAKE_CUDA_SLOW_LAUNCH", "100:300"}});
+                                           {"FAKE_CUDA_SLOW_LAUNCH", "100:200"}});
       INFO(r.run.err);
       REQUIRE(r.run.exit_code == 0);
       std::map<uint64_t, nlohmann::json> host_by_id;
