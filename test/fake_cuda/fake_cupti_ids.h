@@ -203,6 +203,12 @@ inline constexpr ApiId kApiIds[] = {
     FAKE_DRIVER_API(cuStreamQuery_ptsz),
     FAKE_DRIVER_API(cuStreamSynchronize),
     FAKE_DRIVER_API(cuStreamSynchronize_ptsz),
+    FAKE_DRIVER_API(cuStreamBeginCapture_v2),
+    FAKE_DRIVER_API(cuStreamBeginCapture_v2_ptsz),
+    FAKE_DRIVER_API(cuStreamEndCapture),
+    FAKE_DRIVER_API(cuStreamEndCapture_ptsz),
+    FAKE_DRIVER_API(cuStreamIsCapturing),
+    FAKE_DRIVER_API(cuStreamIsCapturing_ptsz),
     FAKE_DRIVER_API(cuStreamWaitEvent),
     FAKE_DRIVER_API(cuStreamWaitEvent_ptsz),
 
@@ -271,6 +277,12 @@ inline constexpr ApiId kApiIds[] = {
     FAKE_RUNTIME_API(cudaStreamDestroy, v5050),
     FAKE_RUNTIME_API(cudaStreamSynchronize, v3020),
     FAKE_RUNTIME_API(cudaStreamSynchronize_ptsz, v7000),
+    FAKE_RUNTIME_API(cudaStreamBeginCapture, v10000),
+    FAKE_RUNTIME_API(cudaStreamBeginCapture_ptsz, v10000),
+    FAKE_RUNTIME_API(cudaStreamEndCapture, v10000),
+    FAKE_RUNTIME_API(cudaStreamEndCapture_ptsz, v10000),
+    FAKE_RUNTIME_API(cudaStreamIsCapturing, v10000),
+    FAKE_RUNTIME_API(cudaStreamIsCapturing_ptsz, v10000),
 };
 
 #undef FAKE_DRIVER_API

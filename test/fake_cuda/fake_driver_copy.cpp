@@ -34,6 +34,7 @@ CUresult ready_on(CUstream stream, bool per_thread) {
 
 // Tells the tool about a copy that succeeded.
 void report_copy(const void* dst, const void* src, unsigned long long bytes, CUstream stream, bool per_thread) {
+    if (stream_capturing(stream, per_thread)) return;  // captured: the fake keeps no copy or set nodes
     if (bytes == 0 || !tool_watching()) return;
     FakeCudaWork w{};
     w.kind = FAKE_CUDA_WORK_MEMCPY;
@@ -47,6 +48,7 @@ void report_copy(const void* dst, const void* src, unsigned long long bytes, CUs
 
 // Tells the tool about a set that succeeded.
 void report_set(CUdeviceptr dst, unsigned long long bytes, uint32_t value, CUstream stream, bool per_thread) {
+    if (stream_capturing(stream, per_thread)) return;  // captured: the fake keeps no copy or set nodes
     if (bytes == 0 || !tool_watching()) return;
     FakeCudaWork w{};
     w.kind = FAKE_CUDA_WORK_MEMSET;

@@ -45,11 +45,14 @@ constexpr unsigned long long kLegacyStreamId = 7;
 constexpr unsigned long long kFirstStreamId = 13;
 constexpr unsigned long long kPerThreadStreamIdBase = 1ull << 32;
 
+struct Graph;
+
 struct Stream {
     unsigned long long id = 0;
     int device = 0;
     unsigned flags = 0;
     int priority = 0;
+    Graph* capture = nullptr;  // between cuStreamBeginCapture and cuStreamEndCapture
 };
 
 struct Event {
@@ -325,6 +328,21 @@ CUresult check_launch(const void* f, const KernelLaunch& l, CUstream stream, boo
     return check_stream(stream, per_thread);
 }
 
+// A launch on a stream being captured adds a kernel node to the capture's
+// graph instead of running. True if it did.
+bool capture_node(const void* f, const KernelLaunch& l, CUstream stream, bool per_thread) {
+    if (is_legacy(stream, per_thread) || is_per_thread(stream, per_thread)) return false;
+    std::lock_guard<std::mutex> g(lock());
+    auto it = reg().streams.find(stream);
+    if (it == reg().streams.end() || it->second->capture == nullptr) return false;
+    auto n = std::make_unique<GraphNode>();
+    n->code = f;
+    n->launch = l;
+    n->id = reg().next_graph_node_id++;
+    it->second->capture->nodes.push_back(std::move(n));
+    return true;
+}
+
 // FAKE_CUDA_SLOW_LAUNCH=N:MS: the Nth kernel launch of the process (from 1)
 // waits MS ms after its kernel has run, before it returns: a thread the
 // scheduler takes away between the work and the caller's next instruction,
@@ -344,6 +362,7 @@ void maybe_slow_launch() {
 // Checks a launch and, when it succeeds, reports its kernel.
 CUresult enqueue_kernel(const void* f, const KernelLaunch& l, CUstream stream, bool per_thread) {
     if (CUresult rc = check_launch(f, l, stream, per_thread)) return rc;
+    if (capture_node(f, l, stream, per_thread)) return CUDA_SUCCESS;  // a node of the graph, no work
     if (tool_watching()) {
         std::string name;
         {
@@ -397,6 +416,7 @@ CUresult graph_launch(CUgraphExec exec, CUstream stream, bool per_thread) {
         if (watched) snapshot = *it->second;
     }
     if (CUresult rc = check_stream(stream, per_thread)) return rc;
+    if (stream_capturing(stream, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // no child graphs
     for (const ExecNode& n : snapshot.nodes)
         report_kernel(n.kernel_name, n.launch, stream, per_thread, snapshot.graph_id, n.id);
     return CUDA_SUCCESS;
@@ -485,6 +505,13 @@ CUresult stream_create(CUstream* phStream, unsigned flags, int priority) {
 
 CUresult check_stream(CUstream stream, bool per_thread) { return resolve_stream(stream, per_thread, nullptr, nullptr); }
 
+bool stream_capturing(CUstream stream, bool per_thread) {
+    if (is_legacy(stream, per_thread) || is_per_thread(stream, per_thread)) return false;
+    std::lock_guard<std::mutex> g(lock());
+    auto it = reg().streams.find(stream);
+    return it != reg().streams.end() && it->second->capture != nullptr;
+}
+
 CUresult stream_device(CUstream stream, bool per_thread, int* device) {
     return resolve_stream(stream, per_thread, nullptr, device);
 }
@@ -528,6 +555,69 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
     FAKE_ENTRY();
     return stream_sync(hStream, true);
+}
+
+// --- Stream capture (created streams only; kernels become nodes, copies and
+// sets are not reported) --------------------------------------------------------
+
+namespace {
+CUresult begin_capture(CUstream s, unsigned mode, bool per_thread) {
+    if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = check_stream(s, per_thread)) return rc;
+    if (is_legacy(s, per_thread) || is_per_thread(s, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    std::lock_guard<std::mutex> g(lock());
+    Stream& st = *reg().streams.at(s);
+    if (st.capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+    auto graph = std::make_unique<Graph>();
+    graph->id = reg().next_graph_id++;
+    st.capture = graph.get();
+    reg().graphs[graph.get()] = std::move(graph);
+    return CUDA_SUCCESS;
+}
+
+CUresult end_capture(CUstream s, CUgraph* out, bool per_thread) {
+    if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = check_stream(s, per_thread)) return rc;
+    if (is_legacy(s, per_thread) || is_per_thread(s, per_thread)) return CUDA_ERROR_ILLEGAL_STATE;
+    std::lock_guard<std::mutex> g(lock());
+    Stream& st = *reg().streams.at(s);
+    if (st.capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+    *out = reinterpret_cast<CUgraph>(st.capture);
+    st.capture = nullptr;
+    return CUDA_SUCCESS;
+}
+
+CUresult is_capturing(CUstream s, CUstreamCaptureStatus* status, bool per_thread) {
+    if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = check_stream(s, per_thread)) return rc;
+    *status = stream_capturing(s, per_thread) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+}  // namespace
+
+CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+    FAKE_ENTRY();
+    return begin_capture(hStream, mode, false);
+}
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+    FAKE_ENTRY();
+    return begin_capture(hStream, mode, true);
+}
+CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+    FAKE_ENTRY();
+    return end_capture(hStream, phGraph, false);
+}
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+    FAKE_ENTRY();
+    return end_capture(hStream, phGraph, true);
+}
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+    FAKE_ENTRY();
+    return is_capturing(hStream, captureStatus, false);
+}
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+    FAKE_ENTRY();
+    return is_capturing(hStream, captureStatus, true);
 }
 
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {

@@ -138,6 +138,8 @@ CUresult check_pool(CUmemoryPool pool, int* device);
 // Streams (fake_driver_exec.cpp). per_thread says whether the entry point is
 // a _ptsz/_ptds one, which decides what the NULL stream means.
 CUresult check_stream(CUstream stream, bool per_thread);
+// Whether the stream is being captured into a graph (its work does not run).
+bool stream_capturing(CUstream stream, bool per_thread);
 CUresult stream_device(CUstream stream, bool per_thread, int* device);
 
 }  // namespace fake

@@ -103,6 +103,9 @@ struct StreamFns {
     PFN_cuLaunchCooperativeKernel_v9000_ptsz launchCooperativeKernel = nullptr;
     PFN_cuGraphLaunch_v10000_ptsz graphLaunch = nullptr;
     PFN_cuStreamSynchronize_v7000_ptsz streamSynchronize = nullptr;
+    PFN_cuStreamBeginCapture_v10010_ptsz streamBeginCapture = nullptr;
+    PFN_cuStreamEndCapture_v10000_ptsz streamEndCapture = nullptr;
+    PFN_cuStreamIsCapturing_v10000_ptsz streamIsCapturing = nullptr;
     PFN_cuEventRecord_v7000_ptsz eventRecord = nullptr;
 };
 static_assert(std::is_same<PFN_cuMemcpy_v4000, PFN_cuMemcpy_v7000_ptds>::value, "");
@@ -117,6 +120,9 @@ static_assert(std::is_same<PFN_cuLaunchKernelEx_v11060, PFN_cuLaunchKernelEx_v11
 static_assert(std::is_same<PFN_cuLaunchCooperativeKernel_v9000, PFN_cuLaunchCooperativeKernel_v9000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuGraphLaunch_v10000, PFN_cuGraphLaunch_v10000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuStreamSynchronize_v2000, PFN_cuStreamSynchronize_v7000_ptsz>::value, "");
+static_assert(std::is_same<PFN_cuStreamBeginCapture_v10010, PFN_cuStreamBeginCapture_v10010_ptsz>::value, "");
+static_assert(std::is_same<PFN_cuStreamEndCapture_v10000, PFN_cuStreamEndCapture_v10000_ptsz>::value, "");
+static_assert(std::is_same<PFN_cuStreamIsCapturing_v10000, PFN_cuStreamIsCapturing_v10000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuEventRecord_v2000, PFN_cuEventRecord_v7000_ptsz>::value, "");
 
 struct Driver {
@@ -195,6 +201,9 @@ bool fetch_stream_fns(StreamFns* f, PFN_cuGetProcAddress_v12000 gp, bool per_thr
     ok &= fetch(&f->launchCooperativeKernel, gp, "cuLaunchCooperativeKernel", 9000, flags);
     ok &= fetch(&f->graphLaunch, gp, "cuGraphLaunch", 10000, flags);
     ok &= fetch(&f->streamSynchronize, gp, "cuStreamSynchronize", v(2000, 7000), flags);
+    ok &= fetch(&f->streamBeginCapture, gp, "cuStreamBeginCapture", 10010, flags);
+    ok &= fetch(&f->streamEndCapture, gp, "cuStreamEndCapture", 10000, flags);
+    ok &= fetch(&f->streamIsCapturing, gp, "cuStreamIsCapturing", 10000, flags);
     ok &= fetch(&f->eventRecord, gp, "cuEventRecord", v(2000, 7000), flags);
     return ok;
 }
@@ -472,6 +481,21 @@ cudaError_t free_async(void* p, cudaStream_t stream, bool per_thread) {
 cudaError_t stream_sync(cudaStream_t stream, bool per_thread) {
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(fns(per_thread).streamSynchronize(stream));
+}
+
+cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool per_thread) {
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(fns(per_thread).streamBeginCapture(stream, static_cast<CUstreamCaptureMode>(mode)));
+}
+
+cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) {
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(fns(per_thread).streamEndCapture(stream, reinterpret_cast<CUgraph*>(graph)));
+}
+
+cudaError_t is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status, bool per_thread) {
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(fns(per_thread).streamIsCapturing(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
 }
 
 cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, bool per_thread) {
@@ -795,6 +819,31 @@ cudaError_t CUDARTAPI cudaProfilerStop(void) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().profilerStop());
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+    FAKE_RT_ENTRY();
+    return begin_capture(stream, mode, false);
+}
+cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode mode) {
+    FAKE_RT_ENTRY();
+    return begin_capture(stream, mode, true);
+}
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+    FAKE_RT_ENTRY();
+    return end_capture(stream, pGraph, false);
+}
+cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
+    FAKE_RT_ENTRY();
+    return end_capture(stream, pGraph, true);
+}
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
+    FAKE_RT_ENTRY();
+    return is_capturing(stream, pCaptureStatus, false);
+}
+cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
+    FAKE_RT_ENTRY();
+    return is_capturing(stream, pCaptureStatus, true);
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
