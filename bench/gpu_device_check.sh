@@ -6,8 +6,9 @@
 #   2. GPT-2 decode steps under nb and, in a separate process, under
 #      torch.profiler: kernels per step, device time per step, kernel names
 #   3. CuPy and JAX: every device record joined
-#   4. threads (also 16 on one core), graphs (nvcc): every record joined to
-#      its own call
+#   4. threads (also 16 on one core), graphs (nvcc, and PyTorch's CUDA
+#      graphs): every record joined to its own call; calls captured into a
+#      graph marked, and no work joined to them
 #   5. overhead of the decode loop: bare vs nb (its default join, no stacks,
 #      as issue 3 measures), alternating, ABBA; the first EXTRA rounds also
 #      run join callback and join none
@@ -58,6 +59,10 @@ LD_PRELOAD=$SHIM NB_OUT=$W/threads1 NB_PRINT_TABLE=0 NB_STACKS=none taskset -c 0
 python3 bench/gpu/threads_joined.py "$W/threads1.trace.json" 16 100 | tee -a "$S"
 LD_PRELOAD=$SHIM NB_OUT=$W/graph NB_PRINT_TABLE=0 "$B/bench/graph_join" 100 2>&1 | tail -n 1 | tee -a "$S"
 python3 bench/gpu/graph_joined.py "$W/graph.trace.json" 100 | tee -a "$S"
+python3 bench/gpu/capture_joined.py "$W/graph.trace.json" | tee -a "$S"
+LD_PRELOAD=$SHIM NB_OUT=$W/tgraph NB_PRINT_TABLE=0 python3 bench/gpu/torch_graph.py 5 3 2>&1 | tail -n 2 | tee -a "$S"
+python3 bench/gpu/capture_joined.py "$W/tgraph.trace.json" | tee -a "$S"
+grep -E "Device records|no device record" "$W/tgraph.table.txt" | tee -a "$S"
 
 [ "$ROUNDS" -gt 0 ] || { rm -rf "$W"; exit 0; }
 log "5 overhead: $ROUNDS rounds (bare, nb), first $EXTRA also callback and none"

@@ -52,6 +52,8 @@ std::string thread_name(int64_t pid, uint32_t tid, const std::string& fallback) 
 void add_record_args(const Record& r, const OutputContext& ctx, std::vector<formats::Arg>& a) {
   using formats::Arg;
   a.push_back(Arg::uinteger("External id", r.id));
+  // Recorded into a graph being captured: its work runs with the graph's launches.
+  if (r.flags & record_flag::kCaptured) a.push_back(Arg::uinteger("captured", 1));
   switch (r.kind) {
     case Kind::Launch:
       if (r.name != 0 && r.name < ctx.kernel_names.size()) a.push_back(Arg::text("kernel", ctx.kernel_names[r.name]));

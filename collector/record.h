@@ -35,6 +35,10 @@ constexpr uint8_t kManaged = 1 << 0;  // cuMemAllocManaged / cudaMallocManaged
 constexpr uint8_t kAsync = 1 << 1;    // stream-ordered allocation or free
 constexpr uint8_t kPoolReserved = 1 << 2;  // aux = bytes the memory pool holds after the call
 constexpr uint8_t kStepEnd = 1 << 3;       // this call ended step `step` (NB_STEP), at `end`
+// Work on a stream being captured into a graph: recorded as a node, nothing
+// ran (its kernels run, and are joined, when the graph is launched).
+constexpr uint8_t kCaptured = 1 << 4;
+constexpr uint8_t kCaptureCounted = 1 << 5;  // a capture's begin / end, counted once (shim/fill_helpers.h)
 }  // namespace record_flag
 
 struct alignas(64) Record {
@@ -79,9 +83,10 @@ inline bool is_device_work_kind(Kind k) {
 }
 
 // A successful call that gives the device work CUPTI reports (a copy only
-// if not host to host): the calls a device record should come back for.
+// if not host to host, nothing captured into a graph): the calls a device
+// record should come back for.
 inline bool makes_device_work(const Record& r) {
-  if (r.result != 0 || !is_device_work_kind(r.kind)) return false;
+  if (r.result != 0 || !is_device_work_kind(r.kind) || (r.flags & record_flag::kCaptured)) return false;
   return r.kind != Kind::Memcpy || static_cast<CopyKind>(r.aux) != CopyKind::HtoH;
 }
 

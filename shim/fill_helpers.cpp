@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
+#include "shim/api.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
 
@@ -39,6 +41,7 @@ DriverSlot g_cuDeviceGetMemPool;
 DriverSlot g_cuMemPoolGetAttribute;
 DriverSlot g_cuFuncGetName;
 DriverSlot g_cuKernelGetName;
+DriverSlot g_cuStreamIsCapturing;
 
 // ---- kernel names ----
 // A per-thread direct-mapped cache in front of a process-wide map. The
@@ -149,6 +152,43 @@ uint64_t device_free_bytes() {
   auto fn = driver_fn<MemGetInfo>(g_cuMemGetInfo, "cuMemGetInfo_v2");
   if (fn == nullptr || fn(&free_b, &total) != CUDA_SUCCESS) return 0;
   return free_b;
+}
+
+std::atomic<int> g_captures{0};
+
+void note_capture_begin(Record& r, int32_t rc) {
+  // A runtime call and the driver call inside it fill the same record.
+  if (rc != 0 || (r.flags & record_flag::kCaptureCounted)) return;
+  r.flags |= record_flag::kCaptureCounted;
+  g_captures.fetch_add(1, std::memory_order_relaxed);
+}
+
+void note_capture_end(Record& r, int32_t rc) {
+  // An invalidated capture ends too (901: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+  // and cudaErrorStreamCaptureInvalidated).
+  if ((rc != 0 && rc != 901) || (r.flags & record_flag::kCaptureCounted)) return;
+  r.flags |= record_flag::kCaptureCounted;
+  int n = g_captures.load(std::memory_order_relaxed);
+  // Never below 0: an end whose begin nb did not see (it was not recording).
+  while (n > 0 && !g_captures.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  }
+}
+
+void note_captured(Record& r) {
+  using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+  auto fn = driver_fn<IsCapturing>(g_cuStreamIsCapturing, "cuStreamIsCapturing");
+  if (fn == nullptr) return;
+  CUstream s = reinterpret_cast<CUstream>(r.stream);
+  if (s == nullptr) {
+    // The NULL stream of a _ptsz / _ptds entry is the thread's own stream,
+    // which can be captured; of the others, the legacy stream, which cannot.
+    const char* sym = api_info(r.api).symbol;
+    const size_t n = std::strlen(sym);
+    if (n < 5 || (std::strcmp(sym + n - 5, "_ptsz") != 0 && std::strcmp(sym + n - 5, "_ptds") != 0)) return;
+    s = CU_STREAM_PER_THREAD;
+  }
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (fn(s, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE) r.flags |= record_flag::kCaptured;
 }
 
 uint32_t kernel_name(CUfunction f) {

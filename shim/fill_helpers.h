@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "collector/record.h"
@@ -25,6 +26,27 @@ int prop_device(const CUmemAllocationProp* prop);
 void note_pool_reserved(Record& r, uint64_t pool, int device);
 // Free bytes the device reports (for OOM records).
 uint64_t device_free_bytes();
+
+// Stream capture. Work enqueued on a stream being captured into a graph
+// does not run then: its record must not wait for device records (the
+// order join would give them to it, the footer would count it missing).
+// Hooks of cu/cudaStreamBeginCapture and EndCapture keep a count of the
+// captures under way; while it is not zero, a call that makes device work
+// asks the driver whether its stream is capturing (cuStreamIsCapturing),
+// so calls outside captures pay one relaxed load. Captures begun while nb
+// was not recording (dormant between windows) are not counted.
+extern std::atomic<int> g_captures;
+void note_capture_begin(Record& r, int32_t rc);
+void note_capture_end(Record& r, int32_t rc);
+// After a device-work call: flags it record_flag::kCaptured if its stream
+// is being captured.
+void note_captured(Record& r);
+inline void note_captured_if_capturing(Record* own, int32_t rc) {
+  if (own != nullptr && rc == 0 && is_device_work_kind(own->kind) &&
+      __builtin_expect(g_captures.load(std::memory_order_relaxed) > 0, 0)) {
+    note_captured(*own);
+  }
+}
 
 // Interned kernel names (0 = unknown), cached per thread by handle.
 uint32_t kernel_name(CUfunction f);

@@ -60,6 +60,7 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
       (void)r;                                                                             \
       fill;                                                                                \
       note_oom(scope, rc);                                                                 \
+      note_captured_if_capturing(scope.own(), rc);                                         \
     }                                                                                      \
     if (Record* own = scope.own()) after_call(*own);                                       \
     return rc;                                                                             \

@@ -1,6 +1,6 @@
 // CUDA graph launches on a real GPU: a graph of two kernels and a set,
-// captured from a stream, launched LAUNCHES times with a plain kernel launch
-// between launches. Each node's work should appear on its stream, joined to
+// captured from a stream, then the same work once eagerly, then the graph
+// launched LAUNCHES times with a plain kernel launch between launches. Each node's work should appear on its stream, joined to
 // the cudaGraphLaunch that ran it (bench/gpu/graph_joined.py).
 //
 //   nvcc -O2 -arch=sm_90 -o graph_join bench/gpu/graph_join.cu
@@ -26,6 +26,11 @@ int main(int argc, char** argv) {
   cudaMemsetAsync(x + 512, 0, 256 * sizeof(float), s);
   node_b<<<2, 128, 0, s>>>(x);
   cudaStreamEndCapture(s, &g);
+  // The captured work once more, eagerly: the same kernels, grids and bytes
+  // as the capture's calls, which made no device work themselves.
+  node_a<<<1, 256, 0, s>>>(x);
+  cudaMemsetAsync(x + 512, 0, 256 * sizeof(float), s);
+  node_b<<<2, 128, 0, s>>>(x);
   if (cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) return 2;
   for (int i = 0; i < launches; ++i) {
     cudaGraphLaunch(exec, s);

@@ -211,6 +211,56 @@ TEST_CASE("a thread held up inside a launch after its kernel ran still gets its 
   }
 }
 
+TEST_CASE("stream capture: captured calls wait for no record; every kernel joins its own launch", "[integration][device]") {
+  // test/programs/capture.cpp: launch i of a phase has grid (i + 1) and
+  // `phase` bytes of shared memory; phase 2 is captured, its nodes run with
+  // the graph launches; phases 1, 2 and 4 look alike to the join.
+  for (const char* mode : {"driver", "runtime"}) {
+    for (const char* ids : {"work", "every"}) {
+      DYNAMIC_SECTION(mode << ", fake CUPTI ids " << ids) {
+        nbtest::TempDir dir;
+        const auto r = nbtest::run_recorded(dir, "capture", {mode}, {{"FAKE_CUPTI_IDS", ids}});
+        INFO(r.run.err);
+        REQUIRE(r.run.exit_code == 0);
+        std::map<uint64_t, nlohmann::json> host_by_id;
+        int captured = 0;
+        for (const auto& e : nbtest::host_calls(r.trace)) {
+          host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+          if (e["args"].contains("captured")) {
+            ++captured;
+            // Only the calls made between begin and end capture.
+            if (e["args"].contains("grid")) CHECK(e["args"]["shared memory"] == 2);
+          }
+        }
+        CHECK(captured == 4);  // 3 launches and a set
+        std::map<int, int> per_phase;
+        int graph_nodes = 0;
+        for (const auto& e : r.trace["traceEvents"]) {
+          if (e.value("cat", "") != "kernel") continue;
+          INFO(e.dump());
+          REQUIRE(e["args"].contains("External id"));
+          const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+          REQUIRE(host != host_by_id.end());
+          const auto& h = host->second;
+          CHECK_FALSE(h["args"].contains("captured"));
+          const int phase = e["args"]["shared memory"].get<int>();
+          ++per_phase[phase];
+          if (phase == 2) {
+            ++graph_nodes;
+            CHECK(h["name"].get<std::string>().find("GraphLaunch") != std::string::npos);
+          } else {
+            CHECK(h["args"]["grid"] == e["args"]["grid"]);
+            CHECK(h["args"]["shared memory"] == phase);
+          }
+        }
+        CHECK(per_phase == std::map<int, int>{{1, 4}, {2, 15}, {3, 5}, {4, 4}, {5, 3}});
+        CHECK(graph_nodes == 15);
+        CHECK(r.table.find("with no device record") == std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("without the periodic flush, the final flush still brings every record", "[integration][device]") {
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")}, {{"NB_CUPTI_FLUSH_MS", "0"}});
