@@ -25,6 +25,7 @@ enum class Kind : uint8_t {
   Module,      // module / library unloads
   Profiler,    // cudaProfilerStart / Stop (NB_STEP=profiler-api)
   Nvtx,        // an NVTX range (start..end, name = interned range name), not a CUDA call
+  Capture,     // a stream capture's begin or end (stream)
 };
 
 // Direction of a copy, as far as the host call tells it.
@@ -38,7 +39,6 @@ constexpr uint8_t kStepEnd = 1 << 3;       // this call ended step `step` (NB_ST
 // Work on a stream being captured into a graph: recorded as a node, nothing
 // ran (its kernels run, and are joined, when the graph is launched).
 constexpr uint8_t kCaptured = 1 << 4;
-constexpr uint8_t kCaptureCounted = 1 << 5;  // a capture's begin / end, counted once (shim/fill_helpers.h)
 }  // namespace record_flag
 
 struct alignas(64) Record {

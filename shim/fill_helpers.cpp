@@ -1,6 +1,8 @@
 #include "shim/fill_helpers.h"
 
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -156,22 +158,55 @@ uint64_t device_free_bytes() {
 
 std::atomic<int> g_captures{0};
 
+namespace {
+// The streams capturing. Begin and end are rare: a lock is fine; constant-
+// initialized, as hooks may run before constructors.
+std::mutex g_capture_mu;
+constexpr size_t kMaxCaptures = 64;
+uint64_t g_capture_keys[kMaxCaptures];
+size_t g_capture_count = 0;
+bool g_capture_overflow = false;  // more at once than kept: assume some always are
+
+// The NULL and per-thread handles name a different stream on each thread.
+uint64_t capture_key(uint64_t stream) {
+  if (stream > 2) return stream;  // CU_STREAM_LEGACY = 1, CU_STREAM_PER_THREAD = 2
+  return (static_cast<uint64_t>(syscall(SYS_gettid)) << 2) | 2;  // never an (aligned) stream pointer
+}
+
+void publish_capture_count() {
+  g_captures.store(g_capture_overflow ? kMaxCaptures + 1 : static_cast<int>(g_capture_count),
+                   std::memory_order_relaxed);
+}
+}  // namespace
+
 void note_capture_begin(Record& r, int32_t rc) {
-  // A runtime call and the driver call inside it fill the same record.
-  if (rc != 0 || (r.flags & record_flag::kCaptureCounted)) return;
-  r.flags |= record_flag::kCaptureCounted;
-  g_captures.fetch_add(1, std::memory_order_relaxed);
+  if (rc != 0) return;
+  const uint64_t key = capture_key(r.stream);
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  for (size_t i = 0; i < g_capture_count; ++i) {
+    if (g_capture_keys[i] == key) return;
+  }
+  if (g_capture_count < kMaxCaptures) {
+    g_capture_keys[g_capture_count++] = key;
+  } else {
+    g_capture_overflow = true;
+  }
+  publish_capture_count();
 }
 
 void note_capture_end(Record& r, int32_t rc) {
   // An invalidated capture ends too (901: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
   // and cudaErrorStreamCaptureInvalidated).
-  if ((rc != 0 && rc != 901) || (r.flags & record_flag::kCaptureCounted)) return;
-  r.flags |= record_flag::kCaptureCounted;
-  int n = g_captures.load(std::memory_order_relaxed);
-  // Never below 0: an end whose begin nb did not see (it was not recording).
-  while (n > 0 && !g_captures.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  if (rc != 0 && rc != 901) return;
+  const uint64_t key = capture_key(r.stream);
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  for (size_t i = 0; i < g_capture_count; ++i) {
+    if (g_capture_keys[i] == key) {
+      g_capture_keys[i] = g_capture_keys[--g_capture_count];
+      break;
+    }
   }
+  publish_capture_count();
 }
 
 void note_captured(Record& r) {

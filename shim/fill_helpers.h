@@ -30,12 +30,14 @@ uint64_t device_free_bytes();
 // Stream capture. Work enqueued on a stream being captured into a graph
 // does not run then: its record must not wait for device records (the
 // order join would give them to it, the footer would count it missing).
-// Hooks of cu/cudaStreamBeginCapture and EndCapture keep a count of the
-// captures under way; while it is not zero, a call that makes device work
-// asks the driver whether its stream is capturing (cuStreamIsCapturing),
-// so calls outside captures pay one relaxed load. Captures begun while nb
-// was not recording (dormant between windows) are not counted.
-extern std::atomic<int> g_captures;
+// The hooks of cu/cudaStreamBeginCapture and EndCapture (Kind::Capture,
+// whose fill runs even when nb is not recording) keep the set of streams
+// capturing; while it is not empty, a call that makes device work asks the
+// driver whether its own stream is capturing (cuStreamIsCapturing: a
+// stream can also join a capture through an event), so calls outside
+// captures pay one relaxed load. Begin and end are idempotent per stream,
+// so a runtime call and the driver call inside it may both report them.
+extern std::atomic<int> g_captures;  // streams capturing (begun, not ended)
 void note_capture_begin(Record& r, int32_t rc);
 void note_capture_end(Record& r, int32_t rc);
 // After a device-work call: flags it record_flag::kCaptured if its stream

@@ -198,11 +198,12 @@
     (CUstream hStream), (hStream), { r.stream = handle(hStream); })                            \
   X(cuEventSynchronize, "cuEventSynchronize", 2000, ANY, Sync,                                 \
     (CUevent hEvent), (hEvent), { r.ptr = handle(hEvent); })                                   \
-  /* ---- stream capture: work on a capturing stream runs later, as a graph ---- */            \
-  NB_TWIN(X, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 10010, Other, \
+  /* ---- stream capture: work on a capturing stream runs later, as a graph. Kind Capture: */ \
+  /* the fill runs even when nb is not recording (hooks.cpp), to keep count of the captures */ \
+  NB_TWIN(X, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 10010, Capture, \
     (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode),                             \
     { r.stream = handle(hStream); note_capture_begin(r, rc); })                                \
-  NB_TWIN(X, cuStreamEndCapture, cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 10000, Other, \
+  NB_TWIN(X, cuStreamEndCapture, cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 10000, Capture, \
     (CUstream hStream, CUgraph* phGraph), (hStream, phGraph),                                  \
     { r.stream = handle(hStream); note_capture_end(r, rc); })                                  \
   /* ---- the capture range of NB_STEP=profiler-api ---- */                                    \
@@ -316,10 +317,10 @@
   X(cudaEventSynchronize, "cudaEventSynchronize", Sync, (cudaEvent_t e), (e),                  \
     { r.ptr = handle(e); })                                                                    \
   /* ---- stream capture ---- */                                                                \
-  NB_RT_TWIN(X, cudaStreamBeginCapture, cudaStreamBeginCapture_ptsz, Other,                     \
+  NB_RT_TWIN(X, cudaStreamBeginCapture, cudaStreamBeginCapture_ptsz, Capture,                   \
     (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode),                                   \
     { r.stream = handle(s); note_capture_begin(r, rc); })                                      \
-  NB_RT_TWIN(X, cudaStreamEndCapture, cudaStreamEndCapture_ptsz, Other,                         \
+  NB_RT_TWIN(X, cudaStreamEndCapture, cudaStreamEndCapture_ptsz, Capture,                       \
     (cudaStream_t s, cudaGraph_t* g), (s, g), { r.stream = handle(s); note_capture_end(r, rc); }) \
   /* ---- the capture range of NB_STEP=profiler-api ---- */                                    \
   X(cudaProfilerStart, "cudaProfilerStart", Profiler, (), (), {})                              \

@@ -52,7 +52,16 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
     const auto real = reinterpret_cast<Fn>(real_fn(kApi_##sym));                           \
     if (real == nullptr) return error;                                                     \
     HookScope scope(kApi_##sym, Kind::kind, level);                                        \
-    if (!scope.active()) return real args;                                                 \
+    if (!scope.active()) {                                                                 \
+      if constexpr (Kind::kind != Kind::Capture) return real args;                        \
+      /* Captures are counted whether or not nb records (fill_helpers.h). */              \
+      const Ret rc = real args;                                                            \
+      Record scratch{};                                                                    \
+      Record& r = scratch;                                                                 \
+      (void)r;                                                                             \
+      fill;                                                                                \
+      return rc;                                                                           \
+    }                                                                                      \
     const Ret rc = real args;                                                              \
     scope.finish(rc);                                                                      \
     if (Record* target = scope.target()) {                                                 \

@@ -1,4 +1,5 @@
-// Stream capture (argv: MODE = driver | runtime): kernels launched eagerly,
+// Stream capture (argv: MODE = driver | runtime [raise]; raise: SIGUSR2 to
+// itself just after the capture began, for NB_TRIGGER): kernels launched eagerly,
 // the same kernels (same name, same grids) captured into a graph with a set,
 // the graph launched with an eager kernel between launches, then the first
 // eager kernels once more. Captured calls make no device work when they are
@@ -9,6 +10,8 @@
 // trace shows on both sides: eager before = 1, captured = 2 (their graph
 // nodes keep it), the captured ones again eagerly right after the capture
 // = 5, between graph launches = 3, eager after = 4.
+#include <signal.h>
+
 #include <cstring>
 
 #include "fake_cuda.h"
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
   } else {
     CHECK_CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   }
+  if (argc > 2 && std::strcmp(argv[2], "raise") == 0) raise(SIGUSR2);
   for (int i = 0; i < kCaptured; ++i) launch(i, 2);
   if (rt) {
     CHECK_CU(cudaMemsetAsync(reinterpret_cast<void*>(d), 0, 4096, reinterpret_cast<cudaStream_t>(s)));
