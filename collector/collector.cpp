@@ -77,7 +77,7 @@ size_t Collector::drain_rings() {
     // Read before the drain (and after drained_ns_): a call seen outside
     // has its record in this drain; one inside holds back the records of
     // work begun after it began (OrderJoin::advance).
-    if (order_join_on_) {
+    if (order_join_on_ && slot.state.load(std::memory_order_relaxed) == ThreadSlot::kOwned) {
       const uint64_t in_call = slot.in_call.load(std::memory_order_acquire);
       if (in_call != 0) in_call_ns_ = std::min(in_call_ns_, pass_map_.mono_ns(in_call));
     }

@@ -86,7 +86,9 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
       const bool waited = now.now_ns >= p.arrival_ns && now.now_ns - p.arrival_ns >= config_.hold_ns;
       // Or it is still in its call: a thread can be taken off the CPU
       // between the work and the return for longer than any settle time.
-      if (!waited && now.in_call_ns <= p.d.start + config_.slack_ns) break;
+      // (Not at a window's deadline: a call that blocks for long, a copy
+      // behind a deep queue, would keep records out of the window.)
+      if (pass == Pass::Normal && !waited && now.in_call_ns <= p.d.start + config_.slack_ns) break;
       if (pass == Pass::Normal && !waited) {
         // An id before it has not come yet (another stream's buffer, work
         // still running), or none after it has: the records around a

@@ -114,7 +114,7 @@ class OrderJoin {
     // flight at that drain (UINT64_MAX: none). Its work may have run and
     // come back before its record is published (the thread descheduled
     // inside the call), so records of work begun after it wait, up to
-    // hold_ns after they arrived.
+    // hold_ns after they arrived (in a Normal pass only).
     uint64_t in_call_ns = UINT64_MAX;
   };
   // Joins every device record whose turn has come and emits it with its

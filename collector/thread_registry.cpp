@@ -15,6 +15,8 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
     int expected = ThreadSlot::kFree;
     if (s->state.compare_exchange_strong(expected, ThreadSlot::kOwned, std::memory_order_acq_rel)) {
       slot = s;
+      // A mark its last owner left (a longjmp out of a CUDA call) is not ours.
+      slot->in_call.store(0, std::memory_order_relaxed);
       break;
     }
   }

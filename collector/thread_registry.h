@@ -22,9 +22,9 @@ struct ThreadSlot {
   // Start (ticks) of the call that makes device work this thread is inside,
   // 0 when none. Its record is published only when it returns, but its work
   // may run, and CUPTI report it, before that: the order join must not
-  // place such a record until the call is in (order_join.h). On a line of
-  // its own: the owner writes it twice per such call, the collector reads
-  // it once per pass.
+  // place such a record until the call is in (order_join.h). The owner
+  // writes it twice per such call, the collector reads it once per pass
+  // (of owned slots only).
   alignas(64) std::atomic<uint64_t> in_call{0};
   uint32_t index = 0;     // process-unique per owner; high half of record ids
   char name[16] = {};     // thread name when the owner registered

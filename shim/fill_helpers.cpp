@@ -195,9 +195,11 @@ void note_capture_begin(Record& r, int32_t rc) {
 }
 
 void note_capture_end(Record& r, int32_t rc) {
-  // An invalidated capture ends too (901: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-  // and cudaErrorStreamCaptureInvalidated).
-  if (rc != 0 && rc != 901) return;
+  // The capture also ends when it was invalidated (901) or left a fork
+  // unjoined (904), and there is none when it was not begun here (903);
+  // the driver's and the runtime's codes agree. Other errors (a bad
+  // argument, the wrong thread) leave it going.
+  if (rc != 0 && rc != 901 && rc != 903 && rc != 904) return;
   const uint64_t key = capture_key(r.stream);
   std::lock_guard<std::mutex> lock(g_capture_mu);
   for (size_t i = 0; i < g_capture_count; ++i) {

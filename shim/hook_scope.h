@@ -47,10 +47,12 @@ class HookScope {
     t.corr_first = t.corr_last = 0;
     if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
     rec_->start = now_ticks();  // last: our own work stays outside the call
-    // Before the real call, so before its work can run (x86 keeps stores in
-    // order: the marker is visible before the call's doorbell write).
+    // Before the real call, so before its work can run (the shim is x86
+    // only, and x86 keeps stores in order: the mark is visible before the
+    // driver's doorbell write). Release, like the clear below, so that a
+    // collector that reads this mark also sees the previous call's publish.
     if (is_device_work_kind(kind)) {
-      t.slot->in_call.store(rec_->start, std::memory_order_relaxed);
+      t.slot->in_call.store(rec_->start, std::memory_order_release);
       marked_ = true;
     }
   }

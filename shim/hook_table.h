@@ -203,6 +203,11 @@
   NB_TWIN(X, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 10010, Capture, \
     (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode),                             \
     { r.stream = handle(hStream); note_capture_begin(r, rc); })                                \
+  NB_TWIN(X, cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 12030, Capture, \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, \
+     size_t numDependencies, CUstreamCaptureMode mode),                                        \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),                    \
+    { r.stream = handle(hStream); note_capture_begin(r, rc); })                                \
   NB_TWIN(X, cuStreamEndCapture, cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 10000, Capture, \
     (CUstream hStream, CUgraph* phGraph), (hStream, phGraph),                                  \
     { r.stream = handle(hStream); note_capture_end(r, rc); })                                  \
@@ -319,6 +324,10 @@
   /* ---- stream capture ---- */                                                                \
   NB_RT_TWIN(X, cudaStreamBeginCapture, cudaStreamBeginCapture_ptsz, Capture,                   \
     (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode),                                   \
+    { r.stream = handle(s); note_capture_begin(r, rc); })                                      \
+  NB_RT_TWIN(X, cudaStreamBeginCaptureToGraph, cudaStreamBeginCaptureToGraph_ptsz, Capture,     \
+    (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* data,  \
+     size_t n, cudaStreamCaptureMode mode), (s, g, deps, data, n, mode),                        \
     { r.stream = handle(s); note_capture_begin(r, rc); })                                      \
   NB_RT_TWIN(X, cudaStreamEndCapture, cudaStreamEndCapture_ptsz, Capture,                       \
     (cudaStream_t s, cudaGraph_t* g), (s, g), { r.stream = handle(s); note_capture_end(r, rc); }) \

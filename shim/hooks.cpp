@@ -70,6 +70,11 @@ NB_RUNTIME_HOOKS(NB_DECLARE_RUNTIME)
       fill;                                                                                \
       note_oom(scope, rc);                                                                 \
       note_captured_if_capturing(scope.own(), rc);                                         \
+    } else if constexpr (Kind::kind == Kind::Capture) {                                    \
+      Record scratch{}; /* the record was dropped (full ring): still count the capture */  \
+      Record& r = scratch;                                                                 \
+      (void)r;                                                                             \
+      fill;                                                                                \
     }                                                                                      \
     if (Record* own = scope.own()) after_call(*own);                                       \
     return rc;                                                                             \

@@ -78,6 +78,8 @@ void init_steps(const StepMarker& marker) {
 }
 
 void after_call_slow(Record& r) {
+  // Captured into a graph: nothing ran, no step ended.
+  if (r.flags & record_flag::kCaptured) return;
   switch (g_step_kind) {
     case StepMarker::Kind::Kernel:
       if (r.kind == Kind::Launch && r.result == 0 && kernel_matches(r.name)) end_step(r);

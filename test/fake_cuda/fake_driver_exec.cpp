@@ -561,13 +561,20 @@ CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
 // sets are not reported) --------------------------------------------------------
 
 namespace {
-CUresult begin_capture(CUstream s, unsigned mode, bool per_thread) {
+// Into a new graph, or (cuStreamBeginCaptureToGraph) into `into`.
+CUresult begin_capture(CUstream s, unsigned mode, bool per_thread, CUgraph into = nullptr) {
     if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult rc = check_stream(s, per_thread)) return rc;
     if (is_legacy(s, per_thread) || is_per_thread(s, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     std::lock_guard<std::mutex> g(lock());
     Stream& st = *reg().streams.at(s);
     if (st.capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+    if (into != nullptr) {
+        auto it = reg().graphs.find(into);
+        if (it == reg().graphs.end()) return CUDA_ERROR_INVALID_VALUE;
+        st.capture = it->second.get();
+        return CUDA_SUCCESS;
+    }
     auto graph = std::make_unique<Graph>();
     graph->id = reg().next_graph_id++;
     st.capture = graph.get();
@@ -602,6 +609,16 @@ CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode m
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
     FAKE_ENTRY();
     return begin_capture(hStream, mode, true);
+}
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode*,
+                                             const CUgraphEdgeData*, size_t, CUstreamCaptureMode mode) {
+    FAKE_ENTRY();
+    return begin_capture(hStream, mode, false, hGraph);
+}
+CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode*,
+                                                  const CUgraphEdgeData*, size_t, CUstreamCaptureMode mode) {
+    FAKE_ENTRY();
+    return begin_capture(hStream, mode, true, hGraph);
 }
 CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
     FAKE_ENTRY();

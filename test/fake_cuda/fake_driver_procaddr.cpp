@@ -183,6 +183,8 @@ const ProcEntry kProcTable[] = {
     PROC_PTSZ(cuStreamSynchronize, 7000, cuStreamSynchronize_ptsz),
     PROC(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
     PROC_PTSZ(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2_ptsz),
+    PROC(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
+    PROC_PTSZ(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
     PROC(cuStreamEndCapture, 10000, cuStreamEndCapture),
     PROC_PTSZ(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
     PROC(cuStreamIsCapturing, 10000, cuStreamIsCapturing),

@@ -104,6 +104,7 @@ struct StreamFns {
     PFN_cuGraphLaunch_v10000_ptsz graphLaunch = nullptr;
     PFN_cuStreamSynchronize_v7000_ptsz streamSynchronize = nullptr;
     PFN_cuStreamBeginCapture_v10010_ptsz streamBeginCapture = nullptr;
+    PFN_cuStreamBeginCaptureToGraph_v12030_ptsz streamBeginCaptureToGraph = nullptr;
     PFN_cuStreamEndCapture_v10000_ptsz streamEndCapture = nullptr;
     PFN_cuStreamIsCapturing_v10000_ptsz streamIsCapturing = nullptr;
     PFN_cuEventRecord_v7000_ptsz eventRecord = nullptr;
@@ -121,6 +122,7 @@ static_assert(std::is_same<PFN_cuLaunchCooperativeKernel_v9000, PFN_cuLaunchCoop
 static_assert(std::is_same<PFN_cuGraphLaunch_v10000, PFN_cuGraphLaunch_v10000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuStreamSynchronize_v2000, PFN_cuStreamSynchronize_v7000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuStreamBeginCapture_v10010, PFN_cuStreamBeginCapture_v10010_ptsz>::value, "");
+static_assert(std::is_same<PFN_cuStreamBeginCaptureToGraph_v12030, PFN_cuStreamBeginCaptureToGraph_v12030_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuStreamEndCapture_v10000, PFN_cuStreamEndCapture_v10000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuStreamIsCapturing_v10000, PFN_cuStreamIsCapturing_v10000_ptsz>::value, "");
 static_assert(std::is_same<PFN_cuEventRecord_v2000, PFN_cuEventRecord_v7000_ptsz>::value, "");
@@ -202,6 +204,7 @@ bool fetch_stream_fns(StreamFns* f, PFN_cuGetProcAddress_v12000 gp, bool per_thr
     ok &= fetch(&f->graphLaunch, gp, "cuGraphLaunch", 10000, flags);
     ok &= fetch(&f->streamSynchronize, gp, "cuStreamSynchronize", v(2000, 7000), flags);
     ok &= fetch(&f->streamBeginCapture, gp, "cuStreamBeginCapture", 10010, flags);
+    ok &= fetch(&f->streamBeginCaptureToGraph, gp, "cuStreamBeginCaptureToGraph", 12030, flags);
     ok &= fetch(&f->streamEndCapture, gp, "cuStreamEndCapture", 10000, flags);
     ok &= fetch(&f->streamIsCapturing, gp, "cuStreamIsCapturing", 10000, flags);
     ok &= fetch(&f->eventRecord, gp, "cuEventRecord", v(2000, 7000), flags);
@@ -486,6 +489,12 @@ cudaError_t stream_sync(cudaStream_t stream, bool per_thread) {
 cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool per_thread) {
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(fns(per_thread).streamBeginCapture(stream, static_cast<CUstreamCaptureMode>(mode)));
+}
+
+cudaError_t begin_capture_to_graph(cudaStream_t stream, cudaGraph_t graph, cudaStreamCaptureMode mode, bool per_thread) {
+    if (cudaError_t e = ensure_context()) return fail(e);
+    return result(fns(per_thread).streamBeginCaptureToGraph(stream, reinterpret_cast<CUgraph>(graph), nullptr, nullptr, 0,
+                                                            static_cast<CUstreamCaptureMode>(mode)));
 }
 
 cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) {
@@ -828,6 +837,16 @@ cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCapt
 cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode mode) {
     FAKE_RT_ENTRY();
     return begin_capture(stream, mode, true);
+}
+cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t*,
+                                                    const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode mode) {
+    FAKE_RT_ENTRY();
+    return begin_capture_to_graph(stream, graph, mode, false);
+}
+cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t*,
+                                                         const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode mode) {
+    FAKE_RT_ENTRY();
+    return begin_capture_to_graph(stream, graph, mode, true);
 }
 cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
     FAKE_RT_ENTRY();

@@ -250,10 +250,13 @@ static void check_capture_trace(const nlohmann::json& trace, const std::map<int,
 
 TEST_CASE("stream capture: captured calls wait for no record; every kernel joins its own launch", "[integration][device]") {
   for (const char* mode : {"driver", "runtime"}) {
-    for (const char* ids : {"work", "every"}) {
+    for (const char* ids : {"work", "every", "work/tograph"}) {
       DYNAMIC_SECTION(mode << ", fake CUPTI ids " << ids) {
         nbtest::TempDir dir;
-        const auto r = nbtest::run_recorded(dir, "capture", {mode}, {{"FAKE_CUPTI_IDS", ids}});
+        const bool to_graph = std::string(ids) == "work/tograph";
+        const auto r = nbtest::run_recorded(dir, "capture", to_graph ? std::vector<std::string>{mode, "tograph"}
+                                                                     : std::vector<std::string>{mode},
+                                            {{"FAKE_CUPTI_IDS", to_graph ? "work" : ids}});
         INFO(r.run.err);
         REQUIRE(r.run.exit_code == 0);
         check_capture_trace(r.trace, {{1, 4}, {2, 15}, {3, 5}, {4, 4}, {5, 3}});

@@ -1,5 +1,7 @@
-// Stream capture (argv: MODE = driver | runtime [raise]; raise: SIGUSR2 to
-// itself just after the capture began, for NB_TRIGGER): kernels launched eagerly,
+// Stream capture (argv: MODE = driver | runtime [raise | tograph]; raise:
+// SIGUSR2 to itself just after the capture began, for NB_TRIGGER; tograph:
+// capture into a graph made first, cu/cudaStreamBeginCaptureToGraph):
+// kernels launched eagerly,
 // the same kernels (same name, same grids) captured into a graph with a set,
 // the graph launched with an eager kernel between launches, then the first
 // eager kernels once more. Captured calls make no device work when they are
@@ -13,6 +15,7 @@
 #include <signal.h>
 
 #include <cstring>
+#include <string>
 
 #include "fake_cuda.h"
 #include "manifest.h"
@@ -46,13 +49,23 @@ int main(int argc, char** argv) {
   };
 
   for (int i = 0; i < kEager; ++i) launch(i, 1);
+  const std::string option = argc > 2 ? argv[2] : "";
   CUgraph g;
-  if (rt) {
+  if (option == "tograph") {
+    CUgraph into;
+    CHECK_CU(cuGraphCreate(&into, 0));
+    if (rt) {
+      CHECK_CU(cudaStreamBeginCaptureToGraph(reinterpret_cast<cudaStream_t>(s), reinterpret_cast<cudaGraph_t>(into),
+                                             nullptr, nullptr, 0, cudaStreamCaptureModeGlobal));
+    } else {
+      CHECK_CU(cuStreamBeginCaptureToGraph(s, into, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    }
+  } else if (rt) {
     CHECK_CU(cudaStreamBeginCapture(reinterpret_cast<cudaStream_t>(s), cudaStreamCaptureModeGlobal));
   } else {
     CHECK_CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   }
-  if (argc > 2 && std::strcmp(argv[2], "raise") == 0) raise(SIGUSR2);
+  if (option == "raise") raise(SIGUSR2);
   for (int i = 0; i < kCaptured; ++i) launch(i, 2);
   if (rt) {
     CHECK_CU(cudaMemsetAsync(reinterpret_cast<void*>(d), 0, 4096, reinterpret_cast<cudaStream_t>(s)));
