@@ -23,7 +23,8 @@ for e in sorted(calls, key=lambda e: e["ts"]):
     elif "EndCapture" in e["name"] and e["tid"] in open_at:
         windows[e["tid"]].append((open_at.pop(e["tid"]), e["ts"]))
 inside = [e for e in calls if any(a < e["ts"] < b for a, b in windows[e["tid"]])
-          and any(w in e["name"] for w in work_names) and "GraphLaunch" not in e["name"]]
+          and any(w in e["name"] for w in work_names) and "GraphLaunch" not in e["name"]
+          and "HostFunc" not in e["name"] and e["args"].get("result", 0) == 0]
 unmarked = [e for e in inside if not e["args"].get("captured")]
 captured = [e for e in calls if e["args"].get("captured")]
 c = collections.Counter()
