@@ -157,6 +157,23 @@ TEST_CASE("device work: each piece once, joined to its host call by a bound arro
   }
 }
 
+// A trace of test/programs/threads.cpp: its kernels, and how many are joined
+// to the very call that launched them (launch i of thread t had grid
+// (i + 1, t + 1) on both sides).
+static std::pair<long, long> kernels_and_exact_joins(const nlohmann::json& trace) {
+  std::map<uint64_t, nlohmann::json> host_by_id;
+  for (const auto& e : nbtest::host_calls(trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+  long kernels = 0, exact = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "kernel") continue;
+    ++kernels;
+    if (!e["args"].contains("External id")) continue;
+    const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+    if (host != host_by_id.end()) exact += host->second["args"]["grid"] == e["args"]["grid"];
+  }
+  return {kernels, exact};
+}
+
 TEST_CASE("16 threads launching at once: every kernel joined to the very call that launched it", "[integration][device][threads]") {
   for (const char* join : {"order", "callback"}) {
     DYNAMIC_SECTION("join " << join) {
@@ -164,18 +181,7 @@ TEST_CASE("16 threads launching at once: every kernel joined to the very call th
       const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "16", "500"}, {{"NB_CUPTI_JOIN", join}});
       INFO(r.run.err);
       REQUIRE(r.run.exit_code == 0);
-      std::map<uint64_t, nlohmann::json> host_by_id;
-      for (const auto& e : nbtest::host_calls(r.trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
-      long kernels = 0, exact = 0;
-      for (const auto& e : r.trace["traceEvents"]) {
-        if (e.value("cat", "") != "kernel") continue;
-        ++kernels;
-        if (!e["args"].contains("External id")) continue;
-        const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
-        if (host == host_by_id.end()) continue;
-        // Launch i of thread t had grid (i + 1, t + 1) on both sides.
-        exact += host->second["args"]["grid"] == e["args"]["grid"];
-      }
+      const auto [kernels, exact] = kernels_and_exact_joins(r.trace);
       CHECK(kernels == 16 * 500);
       CHECK(exact == kernels);
     }
@@ -195,16 +201,7 @@ TEST_CASE("a thread held up inside a launch after its kernel ran still gets its 
                                            {"FAKE_CUDA_SLOW_LAUNCH", "100:200"}});
       INFO(r.run.err);
       REQUIRE(r.run.exit_code == 0);
-      std::map<uint64_t, nlohmann::json> host_by_id;
-      for (const auto& e : nbtest::host_calls(r.trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
-      long kernels = 0, exact = 0;
-      for (const auto& e : r.trace["traceEvents"]) {
-        if (e.value("cat", "") != "kernel") continue;
-        ++kernels;
-        if (!e["args"].contains("External id")) continue;
-        const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
-        if (host != host_by_id.end()) exact += host->second["args"]["grid"] == e["args"]["grid"];
-      }
+      const auto [kernels, exact] = kernels_and_exact_joins(r.trace);
       CHECK(kernels == 4 * 200);
       CHECK(exact == kernels);
     }
