@@ -3,8 +3,15 @@ cudaFree on the fake runtime (test/fake_cuda) through ctypes.PyDLL, which keeps
 the GIL, from a Python stack DEPTH frames deep, in bursts with pauses so the
 collector drains between them. Prints ns per call (median of the bursts).
 
+SHAPE "functions" (the default): DEPTH nested Python functions, which the
+interpreter runs in one C frame, so the native stack stays shallow.
+"objects": DEPTH nested callable objects, as PyTorch's module calls are:
+each one also goes through the interpreter's C call path (about 5 native
+frames a level; DEPTH 12 fills NB_STACK_DEPTH's 64). With stacks, nb's
+table footer says what the stacks themselves cost.
+
     LD_LIBRARY_PATH=build/test/fake_cuda [LD_PRELOAD=build/shim/libnb_shim.so NB_STACKS=...] \\
-        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS]
+        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects]
 """
 import ctypes, statistics, sys, time
 
@@ -37,5 +44,14 @@ def at_depth(n):
     return times
 
 
-times = at_depth(DEPTH)
+class Level:
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self):
+        return Level(self.n - 1)() if self.n > 0 else at_depth(0)
+
+
+SHAPE = sys.argv[3] if len(sys.argv) > 3 else "functions"
+times = Level(DEPTH)() if SHAPE == "objects" else at_depth(DEPTH)
 print(f"ns_per_call {statistics.median(times):.0f}")

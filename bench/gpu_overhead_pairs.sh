@@ -7,7 +7,8 @@
 # stacksall (issue 4: NB_STACKS=all). EXTRA_ROUNDS: modes after the first
 # run only in the first EXTRA_ROUNDS rounds (default: all rounds). Each
 # process's decode_s goes to OUT/pairs.txt as it comes, then the ratios of
-# each mode to the bare process of its round, and their median.
+# each mode to the bare process of its round, and their median; the table
+# footers' cost lines go to OUT/footers.txt.
 #
 #   bash bench/gpu_overhead_pairs.sh BUILD_DIR OUT_DIR ROUNDS "MODES" [EXTRA_ROUNDS]
 set -uo pipefail
@@ -33,6 +34,8 @@ one() {  # label round
   local s
   s=$(env "${env[@]}" NB_OUT="$W/$1-$2" NB_PRINT_TABLE=0 python3 bench/decode_loop.py 2>>"$W/err.txt" | awk '/decode_s/ {print $2}')
   echo "$1 $2 ${s:-failed}" | tee -a "$OUT/pairs.txt"
+  # nb's own account of its cost (the stacks' line is measured)
+  [ -f "$W/$1-$2.table.txt" ] && grep -E "own cost|Stacks taken" "$W/$1-$2.table.txt" | sed "s/^/$1 $2: /" >>"$OUT/footers.txt"
   rm -f "$W/$1-$2".*
 }
 first=${MODES%% *}

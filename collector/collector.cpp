@@ -141,6 +141,7 @@ uint32_t Collector::intern_stack(FrameRing& frames, uint32_t tagged) {
   const uint32_t python = stack_header::python(p[0]);
   const uint64_t end = pos + 1 + native + python;
   if (1 + uint64_t(native) + python > room) return 0;  // not a header: never read past the ring
+  stack_cost_.add(p[0]);
   uint32_t id = 0;
   try {
     id = stacks_.intern(p + 1, native, p + 1 + native, python);
@@ -338,6 +339,8 @@ OutputContext Collector::current_context() {
                           std::to_string(j.late) + " placed after their turn");
     }
   }
+  const std::string stack_note = stack_cost_.note(ctx.time.ns_per_tick);
+  if (!stack_note.empty()) ctx.notes.push_back(stack_note);
   ctx.kernel_names = names_.snapshot();
   return ctx;
 }

@@ -19,6 +19,7 @@
 #include "collector/output.h"
 #include "collector/schedule.h"
 #include "collector/session.h"
+#include "collector/stack_cost.h"
 #include "collector/stack_table.h"
 #include "collector/thread_registry.h"
 
@@ -141,6 +142,7 @@ class Collector {
   std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
   StackTable stacks_;
+  StackCost stack_cost_;  // what the stacks interned so far cost their threads
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
   // Join mode "order": ticks → monotonic ns meanwhile, fitted once a pass;

@@ -150,6 +150,7 @@ TEST_CASE("stacks: NB_STACKS=none records no frames", "[integration][memory][sta
                                       {{"FAKE_CUDA_MEM_BYTES", std::to_string(256 << 20)}, {"NB_STACKS", "none"}});
   REQUIRE(r.run.exit_code == 0);
   for (const auto& e : r.snapshot["device_traces"][0]) CHECK(e["frames"].empty());
+  CHECK(r.table.find("Stacks taken") == std::string::npos);
 }
 
 TEST_CASE("snapshot invariants: blocks tile segments; the trace replays back to an empty device", "[integration][memory]") {
@@ -242,6 +243,9 @@ TEST_CASE("stacks: NB_STACKS=all puts each call's stack on its trace event", "[i
   CHECK(calls > 0);
   CHECK(with_stack == calls);
   CHECK(leak_seen);
+  // The footer says what the stacks cost, one per call.
+  INFO(r.table);
+  CHECK(r.table.find("Stacks taken on the calling threads: " + std::to_string(calls) + ", ") != std::string::npos);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collector/frame_ring.h"
+#include "collector/stack_cost.h"
 #include "collector/stack_table.h"
 #include "formats/stack_text.h"
 #include "shim/torch_allocs.h"
@@ -190,4 +191,33 @@ TEST_CASE("trace stack text: Python frames only when present, at most eight, the
   CHECK(formats::trace_stack_text(native) ==
         "leak_one (/p/memory.cpp:17)\nmain (/p/memory.cpp:36)\nlibc.so.6+0x2a1c9 (/lib/libc.so.6)");
   CHECK(formats::trace_stack_text({}).empty());
+}
+
+TEST_CASE("stack cost: the header carries each part's time; the footer line sums them", "[unit][stacks]") {
+  const uint64_t h = stack_header::make(40, 12, 1600, 320);
+  CHECK(stack_header::native(h) == 40);
+  CHECK(stack_header::python(h) == 12);
+  CHECK(stack_header::native_ticks(h) == 1600);
+  CHECK(stack_header::python_ticks(h) == 320);
+  // Saturates instead of wrapping into the other fields.
+  const uint64_t big = stack_header::make(3, 2, uint64_t(1) << 40, 0);
+  CHECK(stack_header::native(big) == 3);
+  CHECK(stack_header::python(big) == 2);
+  CHECK(stack_header::native_ticks(big) == uint64_t(0xffff) << 4);
+  CHECK(stack_header::python_ticks(big) == 0);
+
+  StackCost c;
+  CHECK(c.note(1.0).empty());
+  c.add(h);
+  c.add(stack_header::make(20, 0, 400, 0));
+  CHECK(c.stacks == 2);
+  // 2 stacks, ticks of 0.5 ns: native (1600 + 400) / 2 = 1000 ticks = 0.50 us,
+  // Python 160 ticks = 0.08 us, the longest 1920 ticks = 0.96 us.
+  CHECK(c.note(0.5) ==
+        "Stacks taken on the calling threads: 2, 0.001 ms in all; per stack 30.0 native frames in 0.50 us"
+        " and 6.0 Python frames in 0.08 us; the longest 1.0 us (measured)");
+  StackCost slow;
+  slow.add(big);
+  CHECK(slow.saturated == 1);
+  CHECK(slow.note(1.0).find("; 1 took over 1049 us (counted as 1049)") != std::string::npos);
 }

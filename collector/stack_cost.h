@@ -1,0 +1,25 @@
+// What taking stacks cost the program's threads. Each stack's header carries
+// the time its native and its Python frames took (shim/stack_capture.cpp);
+// the collector sums them here as it interns stacks, and the table's footer
+// says the result, so the cost of NB_STACKS is measured where it is paid
+// instead of guessed from a benchmark on another machine.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace nb {
+
+struct StackCost {
+  uint64_t stacks = 0;
+  uint64_t native_frames = 0, python_frames = 0;
+  uint64_t native_ticks = 0, python_ticks = 0;
+  uint64_t max_ticks = 0;  // the longest one stack took
+  uint64_t saturated = 0;  // stacks with a part too long for its header field
+
+  void add(uint64_t header);
+  // One footer line, or "" when no stack was taken. `ns_per_tick`: the
+  // recording's clock rate (TimeMap::ns_per_tick).
+  std::string note(double ns_per_tick) const;
+};
+
+}  // namespace nb
