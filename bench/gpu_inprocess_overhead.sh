@@ -19,6 +19,7 @@ for m in $MODES; do
   case $m in
     default) extra="" ;;
     stacksall) extra="NB_STACKS=all" ;;
+    stacksall16) extra="NB_STACKS=all NB_STACK_DEPTH=16" ;;            # the same, 16 frames of each kind
     nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks" (default join: order)
     callback) extra="NB_STACKS=none NB_CUPTI_JOIN=callback" ;;   # the callback join
     nojoin) extra="NB_STACKS=none NB_CUPTI_JOIN=none" ;;         # CUPTI activity, no join: the floor

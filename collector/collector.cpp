@@ -339,6 +339,9 @@ OutputContext Collector::current_context() {
                           std::to_string(j.late) + " placed after their turn");
     }
   }
+  // In the run so far, like the order join's line: with windows, stacks are
+  // interned as records are drained, which may be before or after an earlier
+  // window is written, so a per-window count would depend on timing.
   const std::string stack_note = stack_cost_.note(ctx.time.ns_per_tick);
   if (!stack_note.empty()) ctx.notes.push_back(stack_note);
   ctx.kernel_names = names_.snapshot();

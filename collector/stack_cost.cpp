@@ -23,7 +23,7 @@ std::string StackCost::note(double ns_per_tick) const {
   const double us = ns_per_tick / 1000.0;
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "Stacks taken on the calling threads: %llu, %.3f ms in all; per stack %.1f native frames in %.2f us"
+                "Stacks taken on the calling threads in the run so far: %llu, %.3f ms in all; per stack %.1f native frames in %.2f us"
                 " and %.1f Python frames in %.2f us; the longest %.1f us (measured)",
                 static_cast<unsigned long long>(stacks),
                 static_cast<double>(native_ticks + python_ticks) * ns_per_tick / 1e6,

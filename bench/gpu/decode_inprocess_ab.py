@@ -45,6 +45,10 @@ def timed(on):
             if time.time() > deadline:
                 sys.exit(f"window {windows} was not written")
             time.sleep(0.01)
+        with open(table) as tf:  # nb's own account of what the window's stacks cost
+            for line in tf:
+                if line.startswith("Stacks taken"):
+                    print(f"footer w{windows}", line.strip(), flush=True)
         for f in glob.glob(f"{prefix}.w{windows}.*"):
             os.remove(f)
     return t

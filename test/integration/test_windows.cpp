@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "outputs.h"
 #include "test_support.h"
 
 namespace {
@@ -277,4 +278,29 @@ TEST_CASE("windows: in both joins all device work of the window is joined (16 ke
       CHECK(w.table.find(std::string("joined to their host call (") + join + "): 20 of 20") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("windows: each window's footer says what the stacks taken in the run so far cost", "[integration][windows][stacks]") {
+  nbtest::TempDir dir;
+  const Run r = run_steps(dir, {"40"}, {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "4"}, {"NB_WARMUP", "2"},
+                                        {"NB_ACTIVE", "8"}, {"NB_REPEAT", "2"}, {"NB_STACKS", "all"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.windows.size() == 2);
+  const auto stacks_of = [](const Window& w) {
+    const std::string key = "Stacks taken on the calling threads in the run so far: ";
+    const size_t at = w.table.find(key);
+    return at == std::string::npos ? size_t{0} : static_cast<size_t>(std::stoull(w.table.substr(at + key.size())));
+  };
+  INFO(r.windows.at(1).table << "\n" << r.windows.at(2).table);
+  // Every call of a window had its stack taken, and the count runs on: by
+  // the second window's table it holds both windows' calls (and those of the
+  // steps around them, recorded too).
+  const size_t first = stacks_of(r.windows.at(1)), second = stacks_of(r.windows.at(2));
+  const size_t calls1 = nbtest::host_calls(r.windows.at(1).trace).size();
+  const size_t calls2 = nbtest::host_calls(r.windows.at(2).trace).size();
+  CHECK(calls1 > 0);
+  CHECK(first >= calls1);
+  CHECK(second >= first);
+  CHECK(second >= calls1 + calls2);
 }

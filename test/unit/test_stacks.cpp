@@ -214,7 +214,7 @@ TEST_CASE("stack cost: the header carries each part's time; the footer line sums
   // 2 stacks, ticks of 0.5 ns: native (1600 + 400) / 2 = 1000 ticks = 0.50 us,
   // Python 160 ticks = 0.08 us, the longest 1920 ticks = 0.96 us.
   CHECK(c.note(0.5) ==
-        "Stacks taken on the calling threads: 2, 0.001 ms in all; per stack 30.0 native frames in 0.50 us"
+        "Stacks taken on the calling threads in the run so far: 2, 0.001 ms in all; per stack 30.0 native frames in 0.50 us"
         " and 6.0 Python frames in 0.08 us; the longest 1.0 us (measured)");
   StackCost slow;
   slow.add(big);
