@@ -5,6 +5,36 @@
 #include "collector/frame_ring.h"
 
 namespace nb {
+namespace {
+
+// Bucket of `t` ticks: t itself below 4, else 4 per power of two (the two
+// bits after the leading one).
+size_t bucket_of(uint64_t t) {
+  if (t < 4) return static_cast<size_t>(t);
+  const unsigned b = 63u - static_cast<unsigned>(__builtin_clzll(t));
+  const size_t i = 4 * size_t{b} + ((t >> (b - 2)) & 3);
+  return i < StackCost::kBuckets ? i : StackCost::kBuckets - 1;
+}
+
+// The largest time in bucket `i`.
+uint64_t bucket_top(size_t i) {
+  if (i < 4) return i;
+  const unsigned b = static_cast<unsigned>(i / 4), sub = static_cast<unsigned>(i % 4);
+  return ((uint64_t{4} + sub + 1) << (b - 2)) - 1;
+}
+
+}  // namespace
+
+uint64_t StackCost::quantile_ticks(double q) const {
+  if (stacks == 0) return 0;
+  const double want = q * static_cast<double>(stacks);
+  uint64_t seen = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    seen += histogram[i];
+    if (static_cast<double>(seen) >= want && seen != 0) return bucket_top(i);
+  }
+  return max_ticks;
+}
 
 void StackCost::add(uint64_t header) {
   const uint64_t native = stack_header::native_ticks(header), python = stack_header::python_ticks(header);
@@ -14,6 +44,7 @@ void StackCost::add(uint64_t header) {
   native_ticks += native;
   python_ticks += python;
   if (native + python > max_ticks) max_ticks = native + python;
+  ++histogram[bucket_of(native + python)];
   if (native == stack_header::kMaxCostTicks || python == stack_header::kMaxCostTicks) ++saturated;
 }
 
@@ -21,15 +52,17 @@ std::string StackCost::note(double ns_per_tick) const {
   if (stacks == 0) return "";
   const double n = static_cast<double>(stacks);
   const double us = ns_per_tick / 1000.0;
-  char buf[320];
+  char buf[400];
   std::snprintf(buf, sizeof buf,
                 "Stacks taken on the calling threads in the run so far: %llu, %.3f ms in all; per stack %.1f native frames in %.2f us"
-                " and %.1f Python frames in %.2f us; the longest %.1f us (measured)",
+                " and %.1f Python frames in %.2f us; half took under %.2f us, 90%% under %.2f us, 99%% under %.2f us,"
+                " the longest %.1f us (measured)",
                 static_cast<unsigned long long>(stacks),
                 static_cast<double>(native_ticks + python_ticks) * ns_per_tick / 1e6,
                 static_cast<double>(native_frames) / n, static_cast<double>(native_ticks) * us / n,
                 static_cast<double>(python_frames) / n, static_cast<double>(python_ticks) * us / n,
-                static_cast<double>(max_ticks) * us);
+                static_cast<double>(quantile_ticks(0.5)) * us, static_cast<double>(quantile_ticks(0.9)) * us,
+                static_cast<double>(quantile_ticks(0.99)) * us, static_cast<double>(max_ticks) * us);
   std::string line = buf;
   if (saturated != 0) {
     // Their excess is not in the sums: say how many, and from where.
