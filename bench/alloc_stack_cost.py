@@ -11,7 +11,10 @@ frames a level; DEPTH 12 fills NB_STACK_DEPTH's 64). With stacks, nb's
 table footer says what the stacks themselves cost.
 
     LD_LIBRARY_PATH=build/test/fake_cuda [LD_PRELOAD=build/shim/libnb_shim.so NB_STACKS=...] \\
-        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects]
+        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects] [PAUSE_MS]
+
+PAUSE_MS (default 5) between bursts; 0 makes a flood, which the collector
+must keep up with (the table's footer counts what it could not keep).
 """
 import ctypes, statistics, sys, time
 
@@ -39,7 +42,8 @@ def at_depth(n):
         return at_depth(n - 1)
     times = []
     for _ in range(BURSTS):
-        time.sleep(0.005)
+        if PAUSE_S:
+            time.sleep(PAUSE_S)
         times.append(burst())
     return times
 
@@ -53,5 +57,6 @@ class Level:
 
 
 SHAPE = sys.argv[3] if len(sys.argv) > 3 else "functions"
+PAUSE_S = (float(sys.argv[4]) if len(sys.argv) > 4 else 5.0) / 1000
 times = Level(DEPTH)() if SHAPE == "objects" else at_depth(DEPTH)
 print(f"ns_per_call {statistics.median(times):.0f}")

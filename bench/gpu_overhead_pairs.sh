@@ -35,7 +35,7 @@ one() {  # label round
   s=$(env "${env[@]}" NB_OUT="$W/$1-$2" NB_PRINT_TABLE=0 python3 bench/decode_loop.py 2>>"$W/err.txt" | awk '/decode_s/ {print $2}')
   echo "$1 $2 ${s:-failed}" | tee -a "$OUT/pairs.txt"
   # nb's own account of its cost (the stacks' line is measured)
-  [ -f "$W/$1-$2.table.txt" ] && grep -E "own cost|Stacks taken" "$W/$1-$2.table.txt" | sed "s/^/$1 $2: /" >>"$OUT/footers.txt"
+  [ -f "$W/$1-$2.table.txt" ] && grep -E "own cost|Stacks taken|without their stack|dropped" "$W/$1-$2.table.txt" | sed "s/^/$1 $2: /" >>"$OUT/footers.txt"
   rm -f "$W/$1-$2".*
 }
 first=${MODES%% *}

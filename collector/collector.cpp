@@ -84,6 +84,7 @@ size_t Collector::drain_rings() {
     // Exited is read before draining: a slot seen exited is fully drained by
     // this pass, since its owner publishes nothing after exiting.
     const bool exited = slot.state.load(std::memory_order_acquire) == ThreadSlot::kExited;
+    const uint64_t frames_before = slot.frames.released();
     // A ring holds one thread's records (it is handed on only when empty),
     // so the thread is noted once per pass, not once per record.
     const size_t got = slot.ring.drain([&](const Record& r) {
@@ -101,6 +102,7 @@ size_t Collector::drain_rings() {
       if (windowed_) thread_names_.emplace(tid, slot.name);
     }
     n += got;
+    frames_drained_ += slot.frames.released() - frames_before;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
   });
   return n;
@@ -194,6 +196,7 @@ void Collector::run() {
   while (!stop_) {
     lock.unlock();
     size_t n = 0;
+    frames_drained_ = 0;
     try {
       n = drain_once();
     } catch (...) {
@@ -211,10 +214,16 @@ void Collector::run() {
       }
     }
     lock.lock();
-    // A busy pass (a ring more than a quarter full on average) goes round
-    // again at once instead of sleeping, so floods drop as little as they can.
-    if (n > registry_.capacity() / 4) continue;
-    cv_.wait_for(lock, kDrainPeriod, [this] { return stop_; });
+    // How full this pass found the rings, on average, of records or of stack
+    // frames (deep stacks fill the frame rings first). A busy pass goes round
+    // again at once, a fairly busy one sleeps briefly, so floods drop as
+    // little as they can; a quiet program costs one wake-up per period.
+    const uint64_t records = n, frames = frames_drained_;
+    const auto above = [&](uint32_t share) {
+      return records > registry_.capacity() / share || frames > registry_.frame_capacity() / share;
+    };
+    if (above(4)) continue;
+    cv_.wait_for(lock, above(16) ? kDrainPeriod / 8 : kDrainPeriod, [this] { return stop_; });
   }
 }
 

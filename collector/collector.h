@@ -142,6 +142,7 @@ class Collector {
   std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
   StackTable stacks_;
+  uint64_t frames_drained_ = 0;  // stack frames the current pass consumed (collector thread)
   StackCost stack_cost_;  // what the stacks interned so far cost their threads
 
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch

@@ -16,15 +16,19 @@
 namespace nb {
 
 namespace stack_header {
-// Header entry: counts of native and Python frames that follow it, and what
-// taking each part cost the calling thread (now_ticks() units / 16, at most
-// 0xffff: a few hundred µs), which the table's footer reports.
+// Header entry: counts of native and Python frames that follow it and, for
+// the stacks that were timed (bit 31), what taking each part cost the
+// calling thread (now_ticks() units / 16, at most 0xffff: a few hundred µs),
+// which the table's footer reports.
+constexpr uint64_t kTimed = uint64_t(1) << 31;
 inline uint64_t cost16(uint64_t ticks) { return ticks >> 4 > 0xffff ? 0xffff : ticks >> 4; }
-inline uint64_t make(uint32_t native, uint32_t python, uint64_t native_ticks = 0, uint64_t python_ticks = 0) {
-  return uint64_t(native) | (uint64_t(python) << 16) | (cost16(native_ticks) << 32) | (cost16(python_ticks) << 48);
+inline uint64_t make(uint32_t native, uint32_t python) { return uint64_t(native) | (uint64_t(python) << 16); }
+inline uint64_t make_timed(uint32_t native, uint32_t python, uint64_t native_ticks, uint64_t python_ticks) {
+  return make(native, python) | kTimed | (cost16(native_ticks) << 32) | (cost16(python_ticks) << 48);
 }
 inline uint32_t native(uint64_t h) { return uint32_t(h & 0xffff); }
-inline uint32_t python(uint64_t h) { return uint32_t((h >> 16) & 0xffff); }
+inline uint32_t python(uint64_t h) { return uint32_t((h >> 16) & 0x7fff); }
+inline bool timed(uint64_t h) { return (h & kTimed) != 0; }
 inline uint64_t native_ticks(uint64_t h) { return ((h >> 32) & 0xffff) << 4; }
 inline uint64_t python_ticks(uint64_t h) { return (h >> 48) << 4; }
 constexpr uint64_t kMaxCostTicks = uint64_t(0xffff) << 4;  // a part that took this long or longer
@@ -75,6 +79,9 @@ class FrameRing {
   void release(uint64_t end) { tail_.store(end, std::memory_order_release); }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Consumer: entries released so far (the difference of two readings is
+  // what a pass consumed).
+  uint64_t released() const { return tail_.load(std::memory_order_relaxed); }
 
  private:
   uint64_t* slots_ = nullptr;

@@ -3,6 +3,7 @@
 // mappings and OOMs (device_traces), kept in a ring of the newest entries.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -41,7 +42,7 @@ class MemoryTracker {
   formats::SnapshotData snapshot(const TimeMap& time, uint64_t from_ticks = 0) const;
 
   const MemoryCounts& counts() const { return counts_; }
-  const std::vector<MemoryPoint>& curve() const { return curve_; }
+  const std::deque<MemoryPoint>& curve() const { return curve_; }
   uint64_t curve_dropped() const { return curve_dropped_; }
   // Bytes live now on `device`, and the most that were live at once.
   uint64_t live_bytes(int device) const;
@@ -69,7 +70,10 @@ class MemoryTracker {
   void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap, uint32_t stack);
 
   size_t max_entries_;
-  std::vector<Entry> ring_;
+  // Deques, not vectors: both grow to millions of entries, and a vector's
+  // doubling would copy tens of MB in one collector pass, long enough for
+  // the threads' rings to overflow meanwhile.
+  std::deque<Entry> ring_;
   size_t next_ = 0;  // ring_ index of the next write once full
   std::unordered_map<uint64_t, Live> live_;
   std::unordered_map<uint64_t, int> vmm_handles_;  // cuMemCreate handle → device
@@ -83,7 +87,7 @@ class MemoryTracker {
   };
   std::unordered_map<uint64_t, PoolReserved> pools_;  // by pool handle
   uint64_t pools_reserved(int device) const;
-  std::vector<MemoryPoint> curve_;
+  std::deque<MemoryPoint> curve_;
   uint64_t curve_dropped_ = 0;
   MemoryCounts counts_;
 };

@@ -26,8 +26,8 @@ uint64_t bucket_top(size_t i) {
 }  // namespace
 
 uint64_t StackCost::quantile_ticks(double q) const {
-  if (stacks == 0) return 0;
-  const double want = q * static_cast<double>(stacks);
+  if (timed == 0) return 0;
+  const double want = q * static_cast<double>(timed);
   uint64_t seen = 0;
   for (size_t i = 0; i < kBuckets; ++i) {
     seen += histogram[i];
@@ -37,10 +37,12 @@ uint64_t StackCost::quantile_ticks(double q) const {
 }
 
 void StackCost::add(uint64_t header) {
-  const uint64_t native = stack_header::native_ticks(header), python = stack_header::python_ticks(header);
   ++stacks;
   native_frames += stack_header::native(header);
   python_frames += stack_header::python(header);
+  if (!stack_header::timed(header)) return;
+  const uint64_t native = stack_header::native_ticks(header), python = stack_header::python_ticks(header);
+  ++timed;
   native_ticks += native;
   python_ticks += python;
   if (native + python > max_ticks) max_ticks = native + python;
@@ -51,19 +53,25 @@ void StackCost::add(uint64_t header) {
 std::string StackCost::note(double ns_per_tick) const {
   if (stacks == 0) return "";
   const double n = static_cast<double>(stacks);
-  const double us = ns_per_tick / 1000.0;
   char buf[400];
   std::snprintf(buf, sizeof buf,
-                "Stacks taken on the calling threads in the run so far: %llu, %.3f ms in all; per stack %.1f native frames in %.2f us"
-                " and %.1f Python frames in %.2f us; half took under %.2f us, 90%% under %.2f us, 99%% under %.2f us,"
-                " the longest %.1f us (measured)",
-                static_cast<unsigned long long>(stacks),
-                static_cast<double>(native_ticks + python_ticks) * ns_per_tick / 1e6,
-                static_cast<double>(native_frames) / n, static_cast<double>(native_ticks) * us / n,
-                static_cast<double>(python_frames) / n, static_cast<double>(python_ticks) * us / n,
+                "Stacks taken on the calling threads in the run so far: %llu, per stack %.1f native frames and %.1f Python frames",
+                static_cast<unsigned long long>(stacks), static_cast<double>(native_frames) / n,
+                static_cast<double>(python_frames) / n);
+  std::string line = buf;
+  if (timed == 0) return line;
+  // The timed ones stand for all: their mean, times the count, is the total.
+  const double k = static_cast<double>(timed);
+  const double us = ns_per_tick / 1000.0;
+  std::snprintf(buf, sizeof buf,
+                "; timed %llu of them (measured): %.2f us native and %.2f us Python per stack, about %.3f ms in all;"
+                " half took under %.2f us, 90%% under %.2f us, 99%% under %.2f us, the longest %.1f us",
+                static_cast<unsigned long long>(timed), static_cast<double>(native_ticks) * us / k,
+                static_cast<double>(python_ticks) * us / k,
+                static_cast<double>(native_ticks + python_ticks) * ns_per_tick / 1e6 * n / k,
                 static_cast<double>(quantile_ticks(0.5)) * us, static_cast<double>(quantile_ticks(0.9)) * us,
                 static_cast<double>(quantile_ticks(0.99)) * us, static_cast<double>(max_ticks) * us);
-  std::string line = buf;
+  line += buf;
   if (saturated != 0) {
     // Their excess is not in the sums: say how many, and from where.
     std::snprintf(buf, sizeof buf, "; %llu took over %.0f us (counted as %.0f)",

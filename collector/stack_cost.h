@@ -12,16 +12,18 @@ namespace nb {
 struct StackCost {
   uint64_t stacks = 0;
   uint64_t native_frames = 0, python_frames = 0;
+  // Of the timed stacks only (one in eight: shim/stack_capture.cpp).
+  uint64_t timed = 0;
   uint64_t native_ticks = 0, python_ticks = 0;
   uint64_t max_ticks = 0;  // the longest one stack took
   uint64_t saturated = 0;  // stacks with a part too long for its header field
-  // Stacks by their whole time, four buckets per power of two: a mean can
+  // Timed stacks by their whole time, four buckets per power of two: a mean can
   // hide that a few stacks (libunwind off its fast path) cost most.
   static constexpr size_t kBuckets = 96;
   uint64_t histogram[kBuckets] = {};
 
   void add(uint64_t header);
-  // The time (ticks) under which a share q of the stacks took, to a bucket's
+  // The time (ticks) under which a share q of the timed stacks took, to a bucket's
   // width (a quarter of a power of two); 0 when there are none.
   uint64_t quantile_ticks(double q) const;
   // One footer line, or "" when no stack was taken. `ns_per_tick`: the

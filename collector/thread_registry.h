@@ -56,6 +56,7 @@ class ThreadRegistry {
   }
 
   uint32_t capacity() const { return capacity_; }
+  uint32_t frame_capacity() const { return frame_capacity_; }
   uint64_t failed_acquires() const { return failed_.load(std::memory_order_relaxed); }
   uint32_t threads_seen() const { return next_index_.load(std::memory_order_relaxed); }
 

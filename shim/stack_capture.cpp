@@ -54,10 +54,13 @@ uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note
     g_backtrace = &::backtrace;
     note = "libunwind.so.8 not found: native stacks through glibc's backtrace (slower)";
   }
-  // 2 MiB of frames per thread (pages touched as used): some 5,000 stacks
-  // of 50 frames between two drains, for bursts like a model's first
-  // allocations, and 500 of the deepest (NB_STACK_DEPTH is at most 256).
-  return 1u << 18;
+  // 4 MiB of frames per thread (pages touched as used): some 4,000 stacks
+  // as deep as a PyTorch launch's (64 native + 64 Python frames) between two
+  // drains, 1,000 of the deepest (NB_STACK_DEPTH is at most 256). 2 MiB lost
+  // 3-4% of the stacks of a flood of a million deep-stack calls a second on
+  // the 2-core CI kind (bench/alloc_stack_cost.py 12 400 objects 0); 4 MiB
+  // none (docs/performance.md).
+  return 1u << 19;
 }
 
 void capture_stack(ThreadState& t, Record* r) {
@@ -66,15 +69,19 @@ void capture_stack(ThreadState& t, Record* r) {
   uint64_t pos = 0;
   uint64_t* p = ring.reserve(1 + 2 * g_depth, pos);
   if (p == nullptr) return;  // counted by the ring
-  // Timed, so that the footer can say what stacks cost rather than guess:
-  // three reads of the clock against a microsecond or so of unwinding.
-  const uint64_t t0 = now_ticks();
+  // One stack in kTimeEvery is timed, so that the footer can say what stacks
+  // cost rather than guess: three reads of the clock (some 40 ns on a VM)
+  // on every stack would add 5% to a deep one and 30% to a shallow one.
+  constexpr uint8_t kTimeEvery = 8;
+  const bool timed = t.stack_clock == 0;
+  t.stack_clock = timed ? kTimeEvery - 1 : t.stack_clock - 1;
+  const uint64_t t0 = timed ? now_ticks() : 0;
   int native = g_backtrace(reinterpret_cast<void**>(p + 1), static_cast<int>(g_depth));
   if (native < 0) native = 0;
-  const uint64_t t1 = now_ticks();
+  const uint64_t t1 = timed ? now_ticks() : 0;
   const size_t python = capture_python_frames(p + 1 + native, g_depth);
-  const uint64_t t2 = now_ticks();
-  p[0] = stack_header::make(static_cast<uint32_t>(native), static_cast<uint32_t>(python), t1 - t0, t2 - t1);
+  const uint32_t n = static_cast<uint32_t>(native), py = static_cast<uint32_t>(python);
+  p[0] = timed ? stack_header::make_timed(n, py, t1 - t0, now_ticks() - t1) : stack_header::make(n, py);
   ring.commit(pos + 1 + native + python);
   r->stack = static_cast<uint32_t>(pos) + 1;
 }

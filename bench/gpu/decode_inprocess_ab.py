@@ -47,7 +47,7 @@ def timed(on):
             time.sleep(0.01)
         with open(table) as tf:  # nb's own account of what the window's stacks cost
             for line in tf:
-                if line.startswith("Stacks taken"):
+                if line.startswith(("Stacks taken", "Calls recorded without their stack")):
                     print(f"footer w{windows}", line.strip(), flush=True)
         for f in glob.glob(f"{prefix}.w{windows}.*"):
             os.remove(f)

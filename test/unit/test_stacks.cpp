@@ -194,29 +194,37 @@ TEST_CASE("trace stack text: Python frames only when present, at most eight, the
 }
 
 TEST_CASE("stack cost: the header carries each part's time; the footer line sums them", "[unit][stacks]") {
-  const uint64_t h = stack_header::make(40, 12, 1600, 320);
+  const uint64_t h = stack_header::make_timed(40, 12, 1600, 320);
   CHECK(stack_header::native(h) == 40);
   CHECK(stack_header::python(h) == 12);
+  CHECK(stack_header::timed(h));
   CHECK(stack_header::native_ticks(h) == 1600);
   CHECK(stack_header::python_ticks(h) == 320);
+  CHECK_FALSE(stack_header::timed(stack_header::make(40, 256)));
+  CHECK(stack_header::python(stack_header::make(40, 256)) == 256);
   // Saturates instead of wrapping into the other fields.
-  const uint64_t big = stack_header::make(3, 2, uint64_t(1) << 40, 0);
+  const uint64_t big = stack_header::make_timed(3, 2, uint64_t(1) << 40, 0);
   CHECK(stack_header::native(big) == 3);
   CHECK(stack_header::python(big) == 2);
-  CHECK(stack_header::native_ticks(big) == uint64_t(0xffff) << 4);
+  CHECK(stack_header::native_ticks(big) == stack_header::kMaxCostTicks);
   CHECK(stack_header::python_ticks(big) == 0);
 
   StackCost c;
   CHECK(c.note(1.0).empty());
+  c.add(stack_header::make(60, 20));  // not timed: counted, frames summed
+  CHECK(c.note(1.0) ==
+        "Stacks taken on the calling threads in the run so far: 1, per stack 60.0 native frames and 20.0 Python frames");
   c.add(h);
-  c.add(stack_header::make(20, 0, 400, 0));
-  CHECK(c.stacks == 2);
-  // 2 stacks, ticks of 0.5 ns: native (1600 + 400) / 2 = 1000 ticks = 0.50 us,
-  // Python 160 ticks = 0.08 us, the longest 1920 ticks = 0.96 us.
+  c.add(stack_header::make_timed(20, 4, 400, 0));
+  CHECK(c.stacks == 3);
+  CHECK(c.timed == 2);
+  // 2 timed stacks, ticks of 0.5 ns: native (1600 + 400) / 2 = 1000 ticks =
+  // 0.50 us, Python 160 ticks = 0.08 us; 1.16 us for 2 of 3 stacks, so about
+  // 0.00174 ms in all; the longest 1920 ticks = 0.96 us.
   CHECK(c.note(0.5) ==
-        "Stacks taken on the calling threads in the run so far: 2, 0.001 ms in all; per stack 30.0 native frames in 0.50 us"
-        " and 6.0 Python frames in 0.08 us; half took under 0.22 us, 90% under 1.02 us, 99% under 1.02 us,"
-        " the longest 1.0 us (measured)");
+        "Stacks taken on the calling threads in the run so far: 3, per stack 40.0 native frames and 12.0 Python frames;"
+        " timed 2 of them (measured): 0.50 us native and 0.08 us Python per stack, about 0.002 ms in all;"
+        " half took under 0.22 us, 90% under 1.02 us, 99% under 1.02 us, the longest 1.0 us");
   StackCost slow;
   slow.add(big);
   CHECK(slow.saturated == 1);
@@ -226,8 +234,9 @@ TEST_CASE("stack cost: the header carries each part's time; the footer line sums
 TEST_CASE("stack cost: quantiles within a quarter of a power of two, never under the true value", "[unit][stacks]") {
   StackCost c;
   CHECK(c.quantile_ticks(0.5) == 0);
-  for (int i = 0; i < 90; ++i) c.add(stack_header::make(10, 0, 1000, 0));
-  for (int i = 0; i < 10; ++i) c.add(stack_header::make(10, 0, 100000, 0));
+  for (int i = 0; i < 90; ++i) c.add(stack_header::make_timed(10, 0, 1000, 0));
+  for (int i = 0; i < 10; ++i) c.add(stack_header::make_timed(10, 0, 100000, 0));
+  for (int i = 0; i < 50; ++i) c.add(stack_header::make(10, 0));  // untimed: not in the quantiles
   const auto near = [](uint64_t q, uint64_t v) { return q >= v && q <= v + v / 4; };
   CHECK(near(c.quantile_ticks(0.5), 1000));
   CHECK(near(c.quantile_ticks(0.9), 1000));
@@ -235,7 +244,7 @@ TEST_CASE("stack cost: quantiles within a quarter of a power of two, never under
   CHECK(near(c.quantile_ticks(0.99), 100000));
   for (uint64_t v : {0ull, 1ull, 3ull, 4ull, 5ull, 7ull, 8ull, 1023ull, 1024ull, 1500ull, 65535ull, 1048560ull}) {
     StackCost one;
-    one.add(stack_header::make(1, 0, v & ~uint64_t{15}, 0));
+    one.add(stack_header::make_timed(1, 0, v & ~uint64_t{15}, 0));
     INFO(v);
     CHECK(near(one.quantile_ticks(0.5), v & ~uint64_t{15}));
   }
