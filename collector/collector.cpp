@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "collector/demangle.h"
+#include "collector/drain_pace.h"
 #include "collector/log.h"
 #include "collector/step_census.h"
 #include "collector/step_marker.h"
@@ -19,7 +20,6 @@ namespace {
 // Drain period. 16384 records per ring at 128 B drain in well under a
 // millisecond; a thread would have to make more than ~8 million calls per
 // second to overrun its ring between two passes.
-constexpr auto kDrainPeriod = std::chrono::milliseconds(2);
 }  // namespace
 
 Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
@@ -214,16 +214,9 @@ void Collector::run() {
       }
     }
     lock.lock();
-    // How full this pass found the rings, on average, of records or of stack
-    // frames (deep stacks fill the frame rings first). A busy pass goes round
-    // again at once, a fairly busy one sleeps briefly, so floods drop as
-    // little as they can; a quiet program costs one wake-up per period.
-    const uint64_t records = n, frames = frames_drained_;
-    const auto above = [&](uint32_t share) {
-      return records > registry_.capacity() / share || frames > registry_.frame_capacity() / share;
-    };
-    if (above(4)) continue;
-    cv_.wait_for(lock, above(16) ? kDrainPeriod / 8 : kDrainPeriod, [this] { return stop_; });
+    const auto pause = drain_pause(n, frames_drained_, registry_.capacity(), registry_.frame_capacity());
+    if (pause.count() == 0) continue;  // a flood: drain again at once
+    cv_.wait_for(lock, pause, [this] { return stop_; });
   }
 }
 

@@ -1,5 +1,6 @@
 #include "collector/stack_cost.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "collector/frame_ring.h"
@@ -18,7 +19,7 @@ size_t bucket_of(uint64_t t) {
 
 // The largest time in bucket `i`.
 uint64_t bucket_top(size_t i) {
-  if (i < 4) return i;
+  if (i < 8) return i;  // 4..7 are never used (bucket_of: t < 4, or b >= 2)
   const unsigned b = static_cast<unsigned>(i / 4), sub = static_cast<unsigned>(i % 4);
   return ((uint64_t{4} + sub + 1) << (b - 2)) - 1;
 }
@@ -31,7 +32,7 @@ uint64_t StackCost::quantile_ticks(double q) const {
   uint64_t seen = 0;
   for (size_t i = 0; i < kBuckets; ++i) {
     seen += histogram[i];
-    if (static_cast<double>(seen) >= want && seen != 0) return bucket_top(i);
+    if (static_cast<double>(seen) >= want && seen != 0) return std::min(bucket_top(i), max_ticks);
   }
   return max_ticks;
 }
@@ -64,7 +65,7 @@ std::string StackCost::note(double ns_per_tick) const {
   const double k = static_cast<double>(timed);
   const double us = ns_per_tick / 1000.0;
   std::snprintf(buf, sizeof buf,
-                "; timed %llu of them (measured): %.2f us native and %.2f us Python per stack, about %.3f ms in all;"
+                "; timed %llu of them, at random (measured): %.2f us native and %.2f us Python per stack, about %.3f ms in all;"
                 " half took under %.2f us, 90%% under %.2f us, 99%% under %.2f us, the longest %.1f us",
                 static_cast<unsigned long long>(timed), static_cast<double>(native_ticks) * us / k,
                 static_cast<double>(python_ticks) * us / k,
@@ -74,7 +75,7 @@ std::string StackCost::note(double ns_per_tick) const {
   line += buf;
   if (saturated != 0) {
     // Their excess is not in the sums: say how many, and from where.
-    std::snprintf(buf, sizeof buf, "; %llu took over %.0f us (counted as %.0f)",
+    std::snprintf(buf, sizeof buf, "; %llu had a part over %.0f us (counted as %.0f)",
                   static_cast<unsigned long long>(saturated), static_cast<double>(stack_header::kMaxCostTicks) * us,
                   static_cast<double>(stack_header::kMaxCostTicks) * us);
     line += buf;

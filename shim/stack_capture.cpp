@@ -69,12 +69,15 @@ void capture_stack(ThreadState& t, Record* r) {
   uint64_t pos = 0;
   uint64_t* p = ring.reserve(1 + 2 * g_depth, pos);
   if (p == nullptr) return;  // counted by the ring
-  // One stack in kTimeEvery is timed, so that the footer can say what stacks
-  // cost rather than guess: three reads of the clock (some 40 ns on a VM)
-  // on every stack would add 5% to a deep one and 30% to a shallow one.
-  constexpr uint8_t kTimeEvery = 8;
+  // About one stack in nine is timed, so that the footer can say what
+  // stacks cost rather than guess: three reads of the clock (some 40 ns on a
+  // VM) on every stack would add 5% to a deep one and 30% to a shallow one.
+  // The gaps are 1 to 15 stacks, drawn from the record counter, so that
+  // sampling does not line up with a program's period; each thread starts at
+  // a random phase (register_thread), so its first, cold, stack is timed no
+  // more often than any other.
   const bool timed = t.stack_clock == 0;
-  t.stack_clock = timed ? kTimeEvery - 1 : t.stack_clock - 1;
+  t.stack_clock = timed ? static_cast<uint8_t>(((t.seq * 0x9E3779B1u) >> 28) % 15) : t.stack_clock - 1;
   const uint64_t t0 = timed ? now_ticks() : 0;
   int native = g_backtrace(reinterpret_cast<void**>(p + 1), static_cast<int>(g_depth));
   if (native < 0) native = 0;

@@ -417,6 +417,7 @@ bool register_thread(ThreadState& t) {
   t.slot = slot;
   t.tid = tid;
   t.seq = 0;
+  t.stack_clock = static_cast<uint8_t>((tid * 0x9E3779B1u) >> 29);  // 0..7: the first timed stack (stack_capture.cpp)
   pthread_setspecific(g_exit_key, slot);
   return true;
 }

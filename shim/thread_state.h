@@ -17,7 +17,7 @@ struct ThreadState {
   uint32_t seq;        // low half of record ids
   uint16_t depth;      // > 0 while inside a hook (re-entry guard)
   Level outer_level;   // level of the outermost hook on this thread
-  uint8_t stack_clock; // counts stacks down to the next one timed (stack_capture.cpp)
+  uint8_t stack_clock; // untimed stacks before the next timed one (stack_capture.cpp)
   bool internal;       // the shim's own threads: never record
   Record* outer;       // record of the outermost hook (inner driver calls annotate it)
   uint32_t corr_first; // CUPTI correlation ids handed out during the outermost

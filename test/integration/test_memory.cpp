@@ -243,9 +243,16 @@ TEST_CASE("stacks: NB_STACKS=all puts each call's stack on its trace event", "[i
   CHECK(calls > 0);
   CHECK(with_stack == calls);
   CHECK(leak_seen);
-  // The footer says what the stacks cost, one per call.
+  // The footer says what the stacks cost: one per call, about one in nine
+  // of them timed (gaps of 1 to 15).
   INFO(r.table);
   CHECK(r.table.find("Stacks taken on the calling threads in the run so far: " + std::to_string(calls) + ", ") != std::string::npos);
+  const std::string timed_key = "; timed ";
+  const size_t at = r.table.find(timed_key);
+  REQUIRE(at != std::string::npos);
+  const size_t timed = std::stoul(r.table.substr(at + timed_key.size()));
+  CHECK(timed * 16 >= calls);
+  CHECK(timed * 2 <= calls);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/drain_pace.h"
 #include "collector/ring.h"
 #include "collector/thread_registry.h"
 
@@ -101,4 +102,20 @@ TEST_CASE("registry recycles the ring of an exited thread once drained", "[ring]
   int slots = 0;
   reg.for_each([&](nb::ThreadSlot&) { ++slots; });
   REQUIRE(slots == 2);
+}
+
+TEST_CASE("drain pace: a flood drains at once, a busy pass rests briefly, a quiet one the full period", "[unit][ring]") {
+  using namespace nb;
+  using std::chrono::microseconds;
+  constexpr uint32_t kRing = 16384, kFrames = 1u << 19;
+  CHECK(drain_pause(0, 0, kRing, kFrames) == kDrainPeriod);
+  CHECK(drain_pause(kRing / 16, 0, kRing, kFrames) == kDrainPeriod);
+  CHECK(drain_pause(kRing / 16 + 1, 0, kRing, kFrames) == kBusyDrainPeriod);
+  CHECK(drain_pause(kRing / 4 + 1, 0, kRing, kFrames) == microseconds{0});
+  // Deep stacks: few records, many frames.
+  CHECK(drain_pause(500, kFrames / 16 + 1, kRing, kFrames) == kBusyDrainPeriod);
+  CHECK(drain_pause(500, kFrames / 4 + 1, kRing, kFrames) == microseconds{0});
+  // No stacks: no frame ring, frames never count.
+  CHECK(drain_pause(10, 0, kRing, 0) == kDrainPeriod);
+  CHECK(kBusyDrainPeriod.count() > 0);
 }
