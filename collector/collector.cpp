@@ -16,12 +16,6 @@
 
 namespace nb {
 
-namespace {
-// Drain period. 16384 records per ring at 128 B drain in well under a
-// millisecond; a thread would have to make more than ~8 million calls per
-// second to overrun its ring between two passes.
-}  // namespace
-
 Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
                      OutputContext context, DeviceTracer* tracer, CollectorHooks hooks)
     : options_(options),
