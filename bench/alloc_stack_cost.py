@@ -11,7 +11,7 @@ frames a level; DEPTH 12 fills NB_STACK_DEPTH's 64). With stacks, nb's
 table footer says what the stacks themselves cost.
 
     LD_LIBRARY_PATH=build/test/fake_cuda [LD_PRELOAD=build/shim/libnb_shim.so NB_STACKS=...] \\
-        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects] [PAUSE_MS]
+        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects] [PAUSE_MS] [gil|released]
 
 PAUSE_MS (default 5) between bursts; 0 makes a flood, which the collector
 must keep up with (the table's footer counts what it could not keep).
@@ -21,7 +21,11 @@ import ctypes, statistics, sys, time
 DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 BURSTS = int(sys.argv[2]) if len(sys.argv) > 2 else 40
 PER_BURST = 256
-rt = ctypes.PyDLL("libcudart.so.13")  # PyDLL: the GIL stays held during the call
+# "gil" (the default): ctypes.PyDLL keeps the GIL during the call, so nb reads
+# the Python frames through the C API; "released": ctypes.CDLL releases it,
+# as every PyTorch op does, so nb reads them in place (python_frames_released.cpp).
+GIL = sys.argv[5] if len(sys.argv) > 5 else "gil"
+rt = (ctypes.PyDLL if GIL == "gil" else ctypes.CDLL)("libcudart.so.13")
 malloc, free = rt.cudaMalloc, rt.cudaFree
 malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
 free.argtypes = [ctypes.c_void_p]

@@ -20,6 +20,8 @@ for lib in (gil, nogil):
     lib.nb_probe_capture.argtypes = [ctypes.c_char_p, ctypes.c_int]
     lib.nb_probe_bench.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.nb_probe_bench.restype = ctypes.c_double
+    lib.nb_probe_bench_cold.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.nb_probe_bench_cold.restype = ctypes.c_double
     lib.nb_probe_bench_native.argtypes = [ctypes.c_int]
     lib.nb_probe_bench_native.restype = ctypes.c_double
     lib.nb_probe_unknown_frames.restype = ctypes.c_ulonglong
@@ -458,6 +460,17 @@ def bench():
             recurse(17, fn)
         return time.perf_counter() - t0
 
+    # A stack of 20 different functions (each its own code object, names and
+    # line table), captured with the caches cleared before each capture, as
+    # between two CUDA calls of a real program (PyTorch's, say).
+    ns = {}
+    src = "".join(f"def chain{i}(lib, f):\n    return chain{i + 1}(lib, f)\n" for i in range(19))
+    exec(compile(src + "def chain19(lib, f):\n    return f()\n", "<chain>", "exec"), ns)
+    for how, lib in BOTH:
+        for kib in (0, 1024, 4096, 32768):
+            cold = ns["chain0"](lib, lambda: lib.nb_probe_bench_cold(2000, 20, kib))
+            print(f"bench: {cold:.0f} ns per capture of 20 frames of 20 functions {how}, "
+                  + (f"{kib // 1024} MiB touched before each" if kib else "nothing touched before each") + " (median)")
     for how, lib in BOTH:
         base = min(timed(lib.nb_probe_noop) for _ in range(5))
         cap = min(timed(lib.nb_probe_capture_count) for _ in range(5))

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
+#include <algorithm>
 
 #include "shim/python_frames.h"
 #include "shim/python_frames_lines.h"  // nb_probe_line_at: the decoders on their own
@@ -106,6 +108,69 @@ __attribute__((visibility("default"))) double nb_probe_bench(int iters, int dept
   const auto t1 = std::chrono::steady_clock::now();
   if (total != static_cast<size_t>(iters) * max) return -1.0;
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
+}
+
+// The median nanoseconds of `iters` captures of `depth` frames, with the
+// caches (and TLBs) cleared before each by touching `evict_kib` KiB in a
+// scattered order, as a program's own work between two CUDA calls would; the
+// cost of reading the clock is taken off. -1 unless every capture got all
+// `depth`.
+__attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int depth, int evict_kib) {
+  uint64_t frames[kMaxFrames];
+  const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
+  const size_t lines = static_cast<size_t>(evict_kib > 0 ? evict_kib : 1) * 1024 / 64;
+  std::vector<unsigned char> evict(lines * 64, 1);
+  std::vector<double> ns;
+  using clock = std::chrono::steady_clock;
+  auto clear = [&] {
+    // A stride prime to the number of lines visits each once, pages far apart.
+    size_t at = 0;
+    for (size_t i = 0; i < lines; ++i, at = (at + 4099) % lines) evict[at * 64] += 1;
+  };
+  double empty = 1e9;
+  for (int i = 0; i < 64; ++i) {
+    const auto t0 = clock::now();
+    const auto t1 = clock::now();
+    empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  for (int i = 0; i < iters; ++i) {
+    clear();
+    const auto t0 = clock::now();
+    const size_t n = nb::shim::capture_python_frames(frames, max);
+    const auto t1 = clock::now();
+    if (n != max) return -1.0;
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() - empty);
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
+}
+
+// The same for a native stack of up to `depth` frames through libunwind's
+// unw_backtrace (loaded from `libunwind`, a path), as the shim takes it;
+// -1 if it cannot be loaded. Frames taken go to *frames_out.
+__attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, int depth, int evict_kib,
+                                                                     const char* libunwind, int* frames_out) {
+  void* h = dlopen(libunwind, RTLD_NOW | RTLD_LOCAL);
+  auto backtrace_fn = h ? reinterpret_cast<int (*)(void**, int)>(dlsym(h, "unw_backtrace")) : nullptr;
+  if (backtrace_fn == nullptr) return -1.0;
+  void* pcs[256];
+  const int max = depth > 0 && depth < 256 ? depth : 256;
+  const size_t lines = static_cast<size_t>(evict_kib > 0 ? evict_kib : 1) * 1024 / 64;
+  std::vector<unsigned char> evict(lines * 64, 1);
+  std::vector<double> ns;
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < iters; ++i) {
+    if (evict_kib > 0) {
+      size_t at = 0;
+      for (size_t k = 0; k < lines; ++k, at = (at + 4099) % lines) evict[at * 64] += 1;
+    }
+    const auto t0 = clock::now();
+    *frames_out = backtrace_fn(pcs, max);
+    const auto t1 = clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
 }
 
 // Nanoseconds per capture on a native thread that never touched Python (the
