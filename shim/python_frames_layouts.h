@@ -40,6 +40,7 @@ struct Layout {
   int16_t co_code;           // co_code, a bytes object (3.9, 3.10)
   int16_t co_firsttraceable; // _co_firsttraceable (3.11+)
   int16_t co_code_adaptive;  // co_code_adaptive: the bytecode, inline (3.11+)
+  int16_t co_version;        // co_version, a uint32_t drawn from a counter when the code object is made (3.12+)
   // PyASCIIObject / PyCompactUnicodeObject (cpython/unicodeobject.h)
   int16_t str_ascii_data;    // sizeof(PyASCIIObject): a compact ASCII string's characters
   int16_t str_utf8_length;   // utf8_length
@@ -52,6 +53,7 @@ inline constexpr Layout k39 = {
     .f_back = 24, .f_code = 32, .f_instr = 104, .f_owner = -1,
     .co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_lines = 120, .co_code = 48,
     .co_firsttraceable = -1, .co_code_adaptive = -1,
+    .co_version = -1,
     .str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56};
 inline constexpr Layout k310 = {
     .minor = 10, .frames = FrameKind::kObject, .lines = LineTable::kPep626,
@@ -59,6 +61,7 @@ inline constexpr Layout k310 = {
     .f_back = 24, .f_code = 32, .f_instr = 96, .f_owner = -1,
     .co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_lines = 120, .co_code = 48,
     .co_firsttraceable = -1, .co_code_adaptive = -1,
+    .co_version = -1,
     .str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56};
 inline constexpr Layout k311 = {
     .minor = 11, .frames = FrameKind::kInterpreter, .lines = LineTable::kLocations,
@@ -66,6 +69,7 @@ inline constexpr Layout k311 = {
     .f_back = 48, .f_code = 32, .f_instr = 56, .f_owner = 69,
     .co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_lines = 136, .co_code = -1,
     .co_firsttraceable = 168, .co_code_adaptive = 184,
+    .co_version = -1,
     .str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56};
 inline constexpr Layout k312 = {
     .minor = 12, .frames = FrameKind::kInterpreter, .lines = LineTable::kLocations,
@@ -73,6 +77,7 @@ inline constexpr Layout k312 = {
     .f_back = 8, .f_code = 0, .f_instr = 56, .f_owner = 70,
     .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_lines = 136, .co_code = -1,
     .co_firsttraceable = 176, .co_code_adaptive = 192,
+    .co_version = 92,
     .str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48};
 inline constexpr Layout k313 = {
     .minor = 13, .frames = FrameKind::kInterpreter, .lines = LineTable::kLocations,
@@ -80,6 +85,7 @@ inline constexpr Layout k313 = {
     .f_back = 8, .f_code = 0, .f_instr = 56, .f_owner = 70,
     .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_lines = 136, .co_code = -1,
     .co_firsttraceable = 184, .co_code_adaptive = 200,
+    .co_version = 92,
     .str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48};
 
 // The same in 3.9–3.13 (without Py_TRACE_REFS, whose builds get no layout).

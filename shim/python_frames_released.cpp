@@ -32,37 +32,43 @@ namespace {
 constexpr int64_t kMaxName = 1 << 16;       // longer names are not copied ("<?>")
 constexpr int64_t kMaxLineTable = 1 << 20;  // a longer line table is not copied (line 0)
 
-// What tells a code object from another that later took its address: the
-// objects it points to, and what cheaply tells their contents apart (a
-// string's length, last bytes and hash, once computed; the line table's size
-// and first bytes), since those may have been freed and reallocated in the
-// same places too.
+// What tells a code object from another that later took its address. From
+// 3.12 on, its version: drawn from a counter when the code object is made
+// (a new one that takes a freed one's address has another), and read with
+// the rest of the key from the code object's own first lines. Before 3.12,
+// or once the counter ran out (version 0), the objects it points to, and what
+// cheaply tells their contents apart (a string's length, last bytes and hash,
+// once computed; the line table's size and first bytes), since those may
+// have been freed and reallocated in the same places too: three more objects
+// read per frame. Were a version ever changed in place, the code object would
+// only be seen anew, under the same names.
 struct CodeKey {
   const void* code;
+  uint32_t version;     // co_version (3.12+); 0: none, the rest of the key decides
+  int32_t firstlineno;
   const void* filename;
   const void* name;
-  const void* lines;
   uint64_t extra;       // co_code (3.9, 3.10) / the bytecode's size in code units (3.11+)
+  const void* lines;    // null when the version decides
   uint64_t file_tail;   // the last (up to) 8 bytes of a compact ASCII string
   uint64_t name_tail;
   uint64_t name_hash;   // -1 until computed
   uint64_t lines_head;  // the first (up to) 8 bytes
-  int32_t firstlineno;
   uint32_t file_length;
   uint32_t name_length;
   uint32_t lines_size;
 
   bool operator==(const CodeKey& o) const {
-    return code == o.code && filename == o.filename && name == o.name && lines == o.lines && extra == o.extra &&
-           file_tail == o.file_tail && name_tail == o.name_tail && name_hash == o.name_hash &&
-           lines_head == o.lines_head && firstlineno == o.firstlineno && file_length == o.file_length &&
-           name_length == o.name_length && lines_size == o.lines_size;
+    return code == o.code && version == o.version && firstlineno == o.firstlineno && filename == o.filename &&
+           name == o.name && extra == o.extra && lines == o.lines && file_tail == o.file_tail &&
+           name_tail == o.name_tail && name_hash == o.name_hash && lines_head == o.lines_head &&
+           file_length == o.file_length && name_length == o.name_length && lines_size == o.lines_size;
   }
 };
 
 struct CodeKeyHash {
   size_t operator()(const CodeKey& k) const {
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(k.code) ^ k.name_tail ^ k.file_tail) *
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(k.code) ^ k.version ^ k.name_tail ^ k.file_tail) *
                                    0x9E3779B97F4A7C15ull >> 16);
   }
 };
@@ -103,14 +109,24 @@ inline uint64_t load_upto8(const char* p, int64_t n) {
 
 // `code` is a code object (checked). The objects it points to are alive as
 // long as it is.
-[[gnu::always_inline]] inline CodeKey key_of(const Layout& l, const PyApi& a, const void* code) {
+template <const Layout& l>
+[[gnu::always_inline]] inline CodeKey key_of(const PyApi& a, const void* code) {
   CodeKey k;
   k.code = code;
   k.filename = field<const void*>(code, l.co_filename);
   k.name = field<const void*>(code, l.co_name);
-  k.lines = field<const void*>(code, l.co_lines);
   k.extra = l.co_code >= 0 ? field<uint64_t>(code, l.co_code) : field<uint64_t>(code, kObSize);
   k.firstlineno = field<int32_t>(code, l.co_firstlineno);
+  k.version = 0;
+  if constexpr (l.co_version >= 0) {
+    if ((k.version = field<uint32_t>(code, l.co_version)) != 0) {
+      k.lines = nullptr;
+      k.file_tail = k.name_tail = k.name_hash = k.lines_head = 0;
+      k.file_length = k.name_length = k.lines_size = 0;
+      return k;
+    }
+  }
+  k.lines = field<const void*>(code, l.co_lines);
   str_marks(l, a, k.filename, k.file_length, k.file_tail);
   // The file name's hash is left out: computed late, it would make a known
   // code object look new once (the name's is computed when it is interned).
@@ -197,9 +213,10 @@ const CodeInfo* released_first_sight(const Layout& l, const PyApi& a, const Code
     if (codes.size() >= kMaxCodes) return &kNoInfo;
     const unsigned char* table = nullptr;
     int64_t table_size = 0;
-    if (is_a(k.lines, a.bytes_type)) {
-      table_size = field<int64_t>(k.lines, kObSize);
-      table = static_cast<const unsigned char*>(k.lines) + kBytesData;
+    const void* lines = field<const void*>(k.code, l.co_lines);  // the key may not hold it
+    if (is_a(lines, a.bytes_type)) {
+      table_size = field<int64_t>(lines, kObSize);
+      table = static_cast<const unsigned char*>(lines) + kBytesData;
       if (table_size < 0 || table_size > kMaxLineTable) table_size = 0;
     }
     int64_t code_bytes = 0;
@@ -266,9 +283,10 @@ ThreadCache* thread_cache() {
   return cache;
 }
 
-[[gnu::always_inline]] inline const CodeInfo& code_info(const Layout& l, const PyApi& a, ThreadCache& tc,
+template <const Layout& l>
+[[gnu::always_inline]] inline const CodeInfo& code_info(const PyApi& a, ThreadCache& tc,
                                                         const void* code) {
-  const CodeKey k = key_of(l, a, code);
+  const CodeKey k = key_of<l>(a, code);
   ThreadCache::CodeSlot* set =
       &tc.codes[(reinterpret_cast<uintptr_t>(code) * 0x9E3779B97F4A7C15ull >> 58) % kCodeSets * kCodeWays];
   for (size_t w = 0; w < kCodeWays; ++w) {
@@ -332,7 +350,7 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
       const ptrdiff_t d = instr - bytecode;
       addr = d >= 0 && d < INT32_MAX ? static_cast<int>(d) : -1;
     }
-    const CodeInfo& info = code_info(l, a, tc, code);
+    const CodeInfo& info = code_info<l>(a, tc, code);
     if (info.id == kUnknownPythonCode) unknown();
     out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info.id) << 32) | released_line(tc, info, addr);
     f = back;
