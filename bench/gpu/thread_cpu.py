@@ -1,0 +1,51 @@
+"""Runs a Python script in this process, then prints the CPU time each of
+the process's threads used (nb's is "nb-collector") and what the cgroup's
+CPU controller says (its quota, and how often and how long it throttled the
+group while the script ran): whether a profiled process is slow because its
+threads compete for a CPU quota rather than because of the calls' own cost.
+
+    [LD_PRELOAD=libnb_shim.so NB_STACKS=all] python3 bench/gpu/thread_cpu.py SCRIPT [ARGS...]
+"""
+import os, runpy, sys
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cgroup_stat():
+    out = {}
+    try:
+        for line in open("/sys/fs/cgroup/cpu.stat"):
+            k, v = line.split()
+            out[k] = int(v)
+    except OSError:
+        pass
+    return out
+
+
+def threads():
+    rows = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = open(f"/proc/self/task/{tid}/stat").read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        f = stat[stat.rindex(")") + 2:].split()
+        rows.append((name, (int(f[11]) + int(f[12])) / TICK, int(f[36])))  # utime+stime, last CPU
+    return rows
+
+
+before = cgroup_stat()
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+after = cgroup_stat()
+try:
+    quota = open("/sys/fs/cgroup/cpu.max").read().strip()
+except OSError:
+    quota = "?"
+busy = sorted(threads(), key=lambda r: -r[1])
+print("threads_cpu_s", " ".join(f"{n}:{s:.2f}@{cpu}" for n, s, cpu in busy[:6]), flush=True)
+print("cgroup cpu.max", quota, "throttled",
+      {k: after.get(k, 0) - before.get(k, 0) for k in ("nr_periods", "nr_throttled", "throttled_usec", "usage_usec")},
+      "nproc", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), flush=True)
