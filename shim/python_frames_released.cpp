@@ -32,10 +32,11 @@ namespace {
 constexpr int64_t kMaxName = 1 << 16;       // longer names are not copied ("<?>")
 constexpr int64_t kMaxLineTable = 1 << 20;  // a longer line table is not copied (line 0)
 
-// What tells a code object from another that later took its address. From
-// 3.12 on, its version: drawn from a counter when the code object is made
-// (a new one that takes a freed one's address has another), and read with
-// the rest of the key from the code object's own first lines. Before 3.12,
+// What tells a code object from another that later took its address. On
+// 3.12 (where Layout::co_version is known), its version: drawn from a
+// counter when the code object is made (a new one that takes a freed one's
+// address has another), and read with
+// the rest of the key from the code object's own first lines. Otherwise,
 // or once the counter ran out (version 0), the objects it points to, and what
 // cheaply tells their contents apart (a string's length, last bytes and hash,
 // once computed; the line table's size and first bytes), since those may
@@ -44,7 +45,7 @@ constexpr int64_t kMaxLineTable = 1 << 20;  // a longer line table is not copied
 // only be seen anew, under the same names.
 struct CodeKey {
   const void* code;
-  uint32_t version;     // co_version (3.12+); 0: none, the rest of the key decides
+  uint32_t version;     // co_version (3.12; Layout::co_version); 0: none, the rest of the key decides
   int32_t firstlineno;
   const void* filename;
   const void* name;
