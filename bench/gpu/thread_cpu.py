@@ -1,12 +1,14 @@
-"""Runs a Python script in this process, then prints the CPU time each of
-the process's threads used (nb's is "nb-collector") and what the cgroup's
-CPU controller says (its quota, and how often and how long it throttled the
-group while the script ran): whether a profiled process is slow because its
-threads compete for a CPU quota rather than because of the calls' own cost.
+"""Runs a Python script in this process (on its main thread), then prints
+the CPU time each of the process's threads used (nb's is "nb-collector"),
+what the cgroup's CPU controller says (its quota, and how often and how long
+it throttled the group while the script ran), and the page faults and
+context switches of the script's run (the process's, and the main
+thread's): whether a profiled process is slow because its threads compete
+for a CPU, or fault, rather than because of the calls' own cost.
 
     [LD_PRELOAD=libnb_shim.so NB_STACKS=all] python3 bench/gpu/thread_cpu.py SCRIPT [ARGS...]
 """
-import os, runpy, sys
+import os, resource, runpy, sys
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -35,11 +37,27 @@ def threads():
     return rows
 
 
-before = cgroup_stat()
+def usage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return {"minflt": r.ru_minflt, "majflt": r.ru_majflt, "nvcsw": r.ru_nvcsw, "nivcsw": r.ru_nivcsw}
+
+
+def switches():
+    # Context switches of the thread that runs the script (this one; the
+    # main thread, whose task id is the process's).
+    out = {}
+    for line in open(f"/proc/self/task/{os.getpid()}/status"):
+        k, _, v = line.partition(":")
+        if k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            out[k.split("_")[0]] = int(v)
+    return out
+
+
+before, used, sw = cgroup_stat(), usage(), switches()
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 runpy.run_path(script, run_name="__main__")
-after = cgroup_stat()
+after, used_after, sw_after = cgroup_stat(), usage(), switches()
 try:
     quota = open("/sys/fs/cgroup/cpu.max").read().strip()
 except OSError:
@@ -49,3 +67,5 @@ print("threads_cpu_s", " ".join(f"{n}:{s:.2f}@{cpu}" for n, s, cpu in busy[:6]),
 print("cgroup cpu.max", quota, "throttled",
       {k: after.get(k, 0) - before.get(k, 0) for k in ("nr_periods", "nr_throttled", "throttled_usec", "usage_usec")},
       "nproc", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), flush=True)
+print("process", {k: used_after[k] - used[k] for k in used}, "main thread switches",
+      {k: sw_after[k] - sw[k] for k in sw}, flush=True)
