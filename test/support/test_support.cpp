@@ -103,6 +103,13 @@ RunResult run(const std::vector<std::string>& argv, const std::map<std::string, 
     dup2(out, 1);
     dup2(err, 2);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    // The programs start with the signals nb handles at their default
+    // action, whatever the runner inherited (under nohup SIGHUP is ignored,
+    // and a program that wants a signal ignored sets it itself).
+    for (const int sig : {SIGHUP, SIGINT, SIGTERM}) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
