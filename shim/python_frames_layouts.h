@@ -85,7 +85,7 @@ inline constexpr Layout k313 = {
     .f_back = 8, .f_code = 0, .f_instr = 56, .f_owner = 70,
     .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_lines = 136, .co_code = -1,
     .co_firsttraceable = 184, .co_code_adaptive = 200,
-    .co_version = -1,  // 92 by the headers, but not yet run on a 3.13: the full key until it is
+    .co_version = -1,  // at 92 too, but counted per interpreter from 1 again at each Py_Initialize: not a key
     .str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48};
 
 // The same in 3.9–3.13 (without Py_TRACE_REFS, whose builds get no layout).

@@ -33,16 +33,23 @@ constexpr int64_t kMaxName = 1 << 16;       // longer names are not copied ("<?>
 constexpr int64_t kMaxLineTable = 1 << 20;  // a longer line table is not copied (line 0)
 
 // What tells a code object from another that later took its address. On
-// 3.12 (where Layout::co_version is known), its version: drawn from a
-// counter when the code object is made (a new one that takes a freed one's
-// address has another), and read with
-// the rest of the key from the code object's own first lines. Otherwise,
-// or once the counter ran out (version 0), the objects it points to, and what
-// cheaply tells their contents apart (a string's length, last bytes and hash,
-// once computed; the line table's size and first bytes), since those may
-// have been freed and reallocated in the same places too: three more objects
-// read per frame. Were a version ever changed in place, the code object would
-// only be seen anew, under the same names.
+// 3.12 (where Layout::co_version is set), its version, read with the rest
+// of the key from the first 128 bytes of the code object: 3.12 draws it,
+// when a code object is made, from one counter for the whole process,
+// never reset (not by a new Py_Initialize either), stopping at 0 rather
+// than wrapping; so a code object that takes a freed one's address has
+// another version. (Sub-interpreters with their own GIL increment it
+// without a lock: two could in principle get one version; the pointers,
+// size and first line left in the key would tell most such pairs apart.)
+// Otherwise, or once the counter ran out (version 0): the objects it points
+// to, and what cheaply tells their contents apart (a string's length, last
+// bytes and hash, once computed; the line table's size and first bytes),
+// since those may have been freed and reallocated in the same places too:
+// three more objects read per frame. With the version, each code object
+// made is a new entry (as on the path with the GIL), also one compiled
+// again with the same contents at the same address; the table stops
+// naming new ones at kMaxCodes. Were a version ever changed in place, the
+// code object would only be seen anew, under the same names.
 struct CodeKey {
   const void* code;
   uint32_t version;     // co_version (3.12; Layout::co_version); 0: none, the rest of the key decides
