@@ -25,6 +25,8 @@ PER_BURST = 256
 # the Python frames through the C API; "released": ctypes.CDLL releases it,
 # as every PyTorch op does, so nb reads them in place (python_frames_released.cpp).
 GIL = sys.argv[5] if len(sys.argv) > 5 else "gil"
+if GIL not in ("gil", "released"):
+    sys.exit(f"alloc_stack_cost.py: the fifth argument is gil or released, not {GIL!r}")
 rt = (ctypes.PyDLL if GIL == "gil" else ctypes.CDLL)("libcudart.so.13")
 malloc, free = rt.cudaMalloc, rt.cudaFree
 malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]

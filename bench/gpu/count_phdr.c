@@ -1,7 +1,9 @@
 // Counts the process's calls to dl_iterate_phdr (and the objects they
 // visit, and the time in them), printed to stderr at exit: preloaded in
 // front of nb's shim, it shows whether libunwind's stacks search the loaded
-// objects on each call (its cache missing) or only at first sight.
+// objects on each call (its cache missing) or only at first sight. Every
+// caller is counted (libgcc's unwinder for C++ exceptions, dlopen, ...), so
+// compare with a run without stacks.
 //
 //   gcc -O2 -shared -fPIC -o count_phdr.so bench/gpu/count_phdr.c -ldl
 //   LD_PRELOAD="count_phdr.so libnb_shim.so" NB_STACKS=all python3 bench/decode_loop.py

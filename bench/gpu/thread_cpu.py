@@ -1,7 +1,8 @@
 """Runs a Python script in this process (on its main thread), then prints
-the CPU time each of the process's threads used (nb's is "nb-collector"),
+the CPU time of the process's six busiest threads (nb's is "nb-collector"),
 what the cgroup's CPU controller says (its quota, and how often and how long
-it throttled the group while the script ran), and the page faults and
+it throttled the group while the script ran; "absent" where the file or key
+is missing), the hypervisor's steal time, and the page faults and
 context switches of the script's run (the process's, and the main
 thread's): whether a profiled process is slow because its threads compete
 for a CPU, or fault, rather than because of the calls' own cost.
@@ -14,6 +15,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cgroup_stat():
+    # {} when there is no cpu.stat; a key it lacks prints as "absent".
     out = {}
     try:
         for line in open("/sys/fs/cgroup/cpu.stat"):
@@ -22,6 +24,11 @@ def cgroup_stat():
     except OSError:
         pass
     return out
+
+
+def steal():
+    # The hypervisor's steal time, all CPUs, in clock ticks (/proc/stat).
+    return int(open("/proc/stat").readline().split()[8])
 
 
 def threads():
@@ -53,11 +60,11 @@ def switches():
     return out
 
 
-before, used, sw = cgroup_stat(), usage(), switches()
+before, used, sw, stolen = cgroup_stat(), usage(), switches(), steal()
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 runpy.run_path(script, run_name="__main__")
-after, used_after, sw_after = cgroup_stat(), usage(), switches()
+after, used_after, sw_after, stolen_after = cgroup_stat(), usage(), switches(), steal()
 try:
     quota = open("/sys/fs/cgroup/cpu.max").read().strip()
 except OSError:
@@ -65,7 +72,9 @@ except OSError:
 busy = sorted(threads(), key=lambda r: -r[1])
 print("threads_cpu_s", " ".join(f"{n}:{s:.2f}@{cpu}" for n, s, cpu in busy[:6]), flush=True)
 print("cgroup cpu.max", quota, "throttled",
-      {k: after.get(k, 0) - before.get(k, 0) for k in ("nr_periods", "nr_throttled", "throttled_usec", "usage_usec")},
+      {k: after[k] - before[k] if k in after and k in before else "absent"
+       for k in ("nr_periods", "nr_throttled", "throttled_usec", "usage_usec")},
+      "steal_s", (stolen_after - stolen) / TICK,
       "nproc", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), flush=True)
 print("process", {k: used_after[k] - used[k] for k in used}, "main thread switches",
       {k: sw_after[k] - sw[k] for k in sw}, flush=True)

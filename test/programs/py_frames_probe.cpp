@@ -110,12 +110,26 @@ __attribute__((visibility("default"))) double nb_probe_bench(int iters, int dept
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
 }
 
+// What two back-to-back reads of the steady clock take (the least of 64),
+// to take off a timed interval.
+static double clock_read_ns() {
+  using clock = std::chrono::steady_clock;
+  double empty = 1e9;
+  for (int i = 0; i < 64; ++i) {
+    const auto t0 = clock::now();
+    const auto t1 = clock::now();
+    empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  return empty;
+}
+
 // The median nanoseconds of `iters` captures of `depth` frames, with the
 // caches (and TLBs) cleared before each by touching `evict_kib` KiB in a
 // scattered order, as a program's own work between two CUDA calls would; the
 // cost of reading the clock is taken off. -1 unless every capture got all
 // `depth`.
 __attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int depth, int evict_kib) {
+  if (iters < 1) return -1.0;
   uint64_t frames[kMaxFrames];
   const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
   const size_t lines = static_cast<size_t>(evict_kib > 0 ? evict_kib : 1) * 1024 / 64;
@@ -127,14 +141,9 @@ __attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int
     size_t at = 0;
     for (size_t i = 0; i < lines; ++i, at = (at + 4099) % lines) evict[at * 64] += 1;
   };
-  double empty = 1e9;
-  for (int i = 0; i < 64; ++i) {
-    const auto t0 = clock::now();
-    const auto t1 = clock::now();
-    empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
-  }
+  const double empty = clock_read_ns();
   for (int i = 0; i < iters; ++i) {
-    clear();
+    if (evict_kib > 0) clear();
     const auto t0 = clock::now();
     const size_t n = nb::shim::capture_python_frames(frames, max);
     const auto t1 = clock::now();
@@ -147,9 +156,11 @@ __attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int
 
 // The same for a native stack of up to `depth` frames through libunwind's
 // unw_backtrace (loaded from `libunwind`, a path), as the shim takes it;
-// -1 if it cannot be loaded. Frames taken go to *frames_out.
+// -1 if it cannot be loaded. Frames taken go to *frames_out. The clock's own
+// cost is taken off, as above.
 __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, int depth, int evict_kib,
                                                                      const char* libunwind, int* frames_out) {
+  if (iters < 1) return -1.0;
   void* h = dlopen(libunwind, RTLD_NOW | RTLD_LOCAL);
   auto backtrace_fn = h ? reinterpret_cast<int (*)(void**, int)>(dlsym(h, "unw_backtrace")) : nullptr;
   if (backtrace_fn == nullptr) return -1.0;
@@ -159,6 +170,7 @@ __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, i
   std::vector<unsigned char> evict(lines * 64, 1);
   std::vector<double> ns;
   using clock = std::chrono::steady_clock;
+  const double empty = clock_read_ns();
   for (int i = 0; i < iters; ++i) {
     if (evict_kib > 0) {
       size_t at = 0;
@@ -167,7 +179,7 @@ __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, i
     const auto t0 = clock::now();
     *frames_out = backtrace_fn(pcs, max);
     const auto t1 = clock::now();
-    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() - empty);
   }
   std::sort(ns.begin(), ns.end());
   return ns[ns.size() / 2];
