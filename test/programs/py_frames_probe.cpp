@@ -42,6 +42,36 @@ void format(const uint64_t* frames, size_t n, char* buf, int cap) {
   std::snprintf(buf, static_cast<size_t>(cap), "%s", text.c_str());
 }
 
+// Clears the caches (and TLBs) the way a program's own work between two
+// CUDA calls would: touches `kib` KiB, one byte a line, in a scattered order
+// (a stride prime to the number of lines visits each once, pages far apart).
+// Nothing for 0 KiB.
+class Evictor {
+ public:
+  explicit Evictor(int kib) : lines_(kib > 0 ? static_cast<size_t>(kib) * 1024 / 64 : 0), buffer_(lines_ * 64, 1) {}
+  void operator()() {
+    size_t at = 0;
+    for (size_t i = 0; i < lines_; ++i, at = (at + 4099) % lines_) buffer_[at * 64] += 1;
+  }
+
+ private:
+  size_t lines_;
+  std::vector<unsigned char> buffer_;
+};
+
+// What two back-to-back reads of the steady clock take (the least of 64),
+// to take off a timed interval.
+double clock_read_ns() {
+  using clock = std::chrono::steady_clock;
+  double empty = 1e9;
+  for (int i = 0; i < 64; ++i) {
+    const auto t0 = clock::now();
+    const auto t1 = clock::now();
+    empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  return empty;
+}
+
 }  // namespace
 
 extern "C" {
@@ -110,40 +140,20 @@ __attribute__((visibility("default"))) double nb_probe_bench(int iters, int dept
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
 }
 
-// What two back-to-back reads of the steady clock take (the least of 64),
-// to take off a timed interval.
-static double clock_read_ns() {
-  using clock = std::chrono::steady_clock;
-  double empty = 1e9;
-  for (int i = 0; i < 64; ++i) {
-    const auto t0 = clock::now();
-    const auto t1 = clock::now();
-    empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
-  }
-  return empty;
-}
-
 // The median nanoseconds of `iters` captures of `depth` frames, with the
-// caches (and TLBs) cleared before each by touching `evict_kib` KiB in a
-// scattered order, as a program's own work between two CUDA calls would; the
-// cost of reading the clock is taken off. -1 unless every capture got all
+// caches cleared before each by touching `evict_kib` KiB (Evictor); the cost
+// of reading the clock is taken off. -1 unless every capture got all
 // `depth`.
 __attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int depth, int evict_kib) {
   if (iters < 1) return -1.0;
   uint64_t frames[kMaxFrames];
   const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
-  const size_t lines = static_cast<size_t>(evict_kib > 0 ? evict_kib : 1) * 1024 / 64;
-  std::vector<unsigned char> evict(lines * 64, 1);
+  Evictor evict(evict_kib);
   std::vector<double> ns;
   using clock = std::chrono::steady_clock;
-  auto clear = [&] {
-    // A stride prime to the number of lines visits each once, pages far apart.
-    size_t at = 0;
-    for (size_t i = 0; i < lines; ++i, at = (at + 4099) % lines) evict[at * 64] += 1;
-  };
   const double empty = clock_read_ns();
   for (int i = 0; i < iters; ++i) {
-    if (evict_kib > 0) clear();
+    evict();
     const auto t0 = clock::now();
     const size_t n = nb::shim::capture_python_frames(frames, max);
     const auto t1 = clock::now();
@@ -166,16 +176,12 @@ __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, i
   if (backtrace_fn == nullptr) return -1.0;
   void* pcs[256];
   const int max = depth > 0 && depth < 256 ? depth : 256;
-  const size_t lines = static_cast<size_t>(evict_kib > 0 ? evict_kib : 1) * 1024 / 64;
-  std::vector<unsigned char> evict(lines * 64, 1);
+  Evictor evict(evict_kib);
   std::vector<double> ns;
   using clock = std::chrono::steady_clock;
   const double empty = clock_read_ns();
   for (int i = 0; i < iters; ++i) {
-    if (evict_kib > 0) {
-      size_t at = 0;
-      for (size_t k = 0; k < lines; ++k, at = (at + 4099) % lines) evict[at * 64] += 1;
-    }
+    evict();
     const auto t0 = clock::now();
     *frames_out = backtrace_fn(pcs, max);
     const auto t1 = clock::now();
