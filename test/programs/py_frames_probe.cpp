@@ -42,34 +42,36 @@ void format(const uint64_t* frames, size_t n, char* buf, int cap) {
   std::snprintf(buf, static_cast<size_t>(cap), "%s", text.c_str());
 }
 
-// Clears the caches (and TLBs) the way a program's own work between two
-// CUDA calls would: touches `kib` KiB, one byte a line, in a scattered order
-// (a stride prime to the number of lines visits each once, pages far apart).
-// Nothing for 0 KiB.
-class Evictor {
- public:
-  explicit Evictor(int kib) : lines_(kib > 0 ? static_cast<size_t>(kib) * 1024 / 64 : 0), buffer_(lines_ * 64, 1) {}
-  void operator()() {
-    size_t at = 0;
-    for (size_t i = 0; i < lines_; ++i, at = (at + 4099) % lines_) buffer_[at * 64] += 1;
-  }
-
- private:
-  size_t lines_;
-  std::vector<unsigned char> buffer_;
-};
-
-// What two back-to-back reads of the steady clock take (the least of 64),
-// to take off a timed interval.
-double clock_read_ns() {
+// The median nanoseconds of `iters` calls of `capture` (which answers false
+// when a capture came out short: the median is then -1), with the caches and
+// TLBs cleared before each, the way a program's own work between two CUDA
+// calls would: `kib` KiB touched, one byte a line, in a scattered order (a
+// stride prime to the number of lines visits each once, pages far apart);
+// nothing for 0 KiB. The cost of reading the clock is taken off.
+template <typename Capture>
+double median_cold_ns(int iters, int kib, Capture capture) {
+  if (iters < 1) return -1.0;
   using clock = std::chrono::steady_clock;
-  double empty = 1e9;
+  double empty = 1e9;  // two back-to-back reads of the clock, the least of 64
   for (int i = 0; i < 64; ++i) {
     const auto t0 = clock::now();
     const auto t1 = clock::now();
     empty = std::min(empty, std::chrono::duration<double, std::nano>(t1 - t0).count());
   }
-  return empty;
+  const size_t lines = kib > 0 ? static_cast<size_t>(kib) * 1024 / 64 : 0;
+  std::vector<unsigned char> evict(lines * 64, 1);
+  std::vector<double> ns;
+  for (int i = 0; i < iters; ++i) {
+    size_t at = 0;
+    for (size_t k = 0; k < lines; ++k, at = (at + 4099) % lines) evict[at * 64] += 1;
+    const auto t0 = clock::now();
+    const bool whole = capture();
+    const auto t1 = clock::now();
+    if (!whole) return -1.0;
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() - empty);
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
 }
 
 }  // namespace
@@ -140,55 +142,29 @@ __attribute__((visibility("default"))) double nb_probe_bench(int iters, int dept
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
 }
 
-// The median nanoseconds of `iters` captures of `depth` frames, with the
-// caches cleared before each by touching `evict_kib` KiB (Evictor); the cost
-// of reading the clock is taken off. -1 unless every capture got all
+// The median nanoseconds of `iters` captures of `depth` frames, each after
+// `evict_kib` KiB touched (median_cold_ns); -1 unless every capture got all
 // `depth`.
 __attribute__((visibility("default"))) double nb_probe_bench_cold(int iters, int depth, int evict_kib) {
-  if (iters < 1) return -1.0;
   uint64_t frames[kMaxFrames];
   const size_t max = depth > 0 && static_cast<size_t>(depth) < kMaxFrames ? static_cast<size_t>(depth) : kMaxFrames;
-  Evictor evict(evict_kib);
-  std::vector<double> ns;
-  using clock = std::chrono::steady_clock;
-  const double empty = clock_read_ns();
-  for (int i = 0; i < iters; ++i) {
-    evict();
-    const auto t0 = clock::now();
-    const size_t n = nb::shim::capture_python_frames(frames, max);
-    const auto t1 = clock::now();
-    if (n != max) return -1.0;
-    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() - empty);
-  }
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
+  return median_cold_ns(iters, evict_kib, [&] { return nb::shim::capture_python_frames(frames, max) == max; });
 }
 
 // The same for a native stack of up to `depth` frames through libunwind's
 // unw_backtrace (loaded from `libunwind`, a path), as the shim takes it;
-// -1 if it cannot be loaded. Frames taken go to *frames_out. The clock's own
-// cost is taken off, as above.
+// -1 if it cannot be loaded. Frames taken go to *frames_out.
 __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, int depth, int evict_kib,
                                                                      const char* libunwind, int* frames_out) {
-  if (iters < 1) return -1.0;
   void* h = dlopen(libunwind, RTLD_NOW | RTLD_LOCAL);
   auto backtrace_fn = h ? reinterpret_cast<int (*)(void**, int)>(dlsym(h, "unw_backtrace")) : nullptr;
   if (backtrace_fn == nullptr) return -1.0;
   void* pcs[256];
   const int max = depth > 0 && depth < 256 ? depth : 256;
-  Evictor evict(evict_kib);
-  std::vector<double> ns;
-  using clock = std::chrono::steady_clock;
-  const double empty = clock_read_ns();
-  for (int i = 0; i < iters; ++i) {
-    evict();
-    const auto t0 = clock::now();
+  return median_cold_ns(iters, evict_kib, [&] {
     *frames_out = backtrace_fn(pcs, max);
-    const auto t1 = clock::now();
-    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() - empty);
-  }
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
+    return true;
+  });
 }
 
 // Nanoseconds per capture on a native thread that never touched Python (the
