@@ -1,0 +1,221 @@
+#include "shim/native_unwind.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "shim/eh_frame_rules.h"
+
+namespace nb::shim {
+namespace {
+
+// One cached rule: 16 bytes, so four share a cache line. A thread's table
+// starts at 1,024 (16 KiB, four pages) and doubles when half full, up to
+// 65,536; full at that size, it starts over empty.
+struct Entry {
+  uint64_t pc;
+  cfi::Rule rule;
+};
+static_assert(sizeof(Entry) == 16);
+constexpr uint32_t kFirstBits = 10, kMaxBits = 16;
+
+struct UnwindThread {
+  Entry* table;
+  uint32_t bits;
+  uint32_t used;
+  uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
+  bool no_stack;                // its bounds could not be had: always libunwind
+};
+__thread UnwindThread t_unwind __attribute__((tls_model("initial-exec")));
+
+// The executable ranges of the loaded modules and where each one's
+// .eh_frame_hdr is, rebuilt when the loader's counts of loads and unloads
+// change. Read and rebuilt under g_modules_mu only (cache misses), so a
+// capture never reads an entry of a module unloaded since.
+struct Module {
+  uint64_t lo, hi;
+  const uint8_t* eh_frame_hdr;  // null: the module has none
+};
+std::mutex g_modules_mu;  // constant-initialized
+std::vector<Module>* g_modules = nullptr;
+unsigned long long g_adds = ~0ull, g_subs = ~0ull;
+
+int collect_module(dl_phdr_info* info, size_t size, void* data) {
+  auto* fresh = static_cast<std::vector<Module>*>(data);
+  if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 1;
+  if (fresh->empty() && g_modules != nullptr && info->dlpi_adds == g_adds && info->dlpi_subs == g_subs) {
+    return 1;  // nothing loaded or unloaded since the last time: keep the table
+  }
+  g_adds = info->dlpi_adds;
+  g_subs = info->dlpi_subs;
+  const uint8_t* hdr = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) {
+      hdr = reinterpret_cast<const uint8_t*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    }
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      fresh->push_back(Module{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz, hdr});
+    }
+  }
+  // An empty module list would read as "unchanged" on the next object.
+  if (fresh->empty()) fresh->push_back(Module{0, 0, nullptr});
+  return 0;
+}
+
+// The rule at pc from the module's own tables; Kind::Unknown when it cannot
+// be had now (another thread holds the lock, or no memory): not cached.
+cfi::Rule compute_rule(uint64_t pc) {
+  cfi::Rule r;
+  std::unique_lock<std::mutex> lock(g_modules_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return r;
+  try {
+    std::vector<Module> fresh;
+    dl_iterate_phdr(collect_module, &fresh);
+    if (!fresh.empty()) {
+      std::sort(fresh.begin(), fresh.end(), [](const Module& a, const Module& b) { return a.lo < b.lo; });
+      delete g_modules;
+      g_modules = new std::vector<Module>(std::move(fresh));
+    }
+  } catch (...) {
+    return r;
+  }
+  if (g_modules == nullptr) return r;
+  auto it = std::upper_bound(g_modules->begin(), g_modules->end(), pc,
+                             [](uint64_t v, const Module& m) { return v < m.lo; });
+  r.kind = cfi::Kind::Other;  // a pc in no module (generated code)
+  if (it == g_modules->begin()) return r;
+  --it;
+  if (pc >= it->hi || it->eh_frame_hdr == nullptr) return r;
+  return cfi::rule_at(it->eh_frame_hdr, pc);
+}
+
+Entry* map_table(uint32_t bits) {
+  void* p = mmap(nullptr, sizeof(Entry) << bits, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<Entry*>(p);
+}
+
+inline uint32_t slot_of(uint64_t pc, uint32_t bits) {
+  return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+void insert(UnwindThread& t, uint64_t pc, cfi::Rule rule) {
+  const uint32_t mask = (1u << t.bits) - 1;
+  for (uint32_t i = slot_of(pc, t.bits);; i = (i + 1) & mask) {
+    if (t.table[i].rule.kind == cfi::Kind::Unknown) {
+      t.table[i] = Entry{pc, rule};
+      ++t.used;
+      return;
+    }
+  }
+}
+
+// Room for one more entry, keeping the table at most half full.
+bool make_room(UnwindThread& t) {
+  if (t.used + 1 <= (1u << t.bits) / 2) return true;
+  if (t.bits == kMaxBits) {
+    std::fill(t.table, t.table + (1u << t.bits), Entry{});
+    t.used = 0;
+    return true;
+  }
+  Entry* bigger = map_table(t.bits + 1);
+  if (bigger == nullptr) return false;
+  Entry* old = t.table;
+  const uint32_t old_bits = t.bits;
+  t.table = bigger;
+  t.bits = old_bits + 1;
+  t.used = 0;
+  for (uint32_t i = 0; i < (1u << old_bits); ++i) {
+    if (old[i].rule.kind != cfi::Kind::Unknown) insert(t, old[i].pc, old[i].rule);
+  }
+  munmap(old, sizeof(Entry) << old_bits);
+  return true;
+}
+
+cfi::Rule rule_for(UnwindThread& t, uint64_t pc) {
+  const uint32_t mask = (1u << t.bits) - 1;
+  for (uint32_t i = slot_of(pc, t.bits);; i = (i + 1) & mask) {
+    const Entry& e = t.table[i];
+    if (e.pc == pc && e.rule.kind != cfi::Kind::Unknown) return e.rule;
+    if (e.rule.kind == cfi::Kind::Unknown) break;
+  }
+  const cfi::Rule r = compute_rule(pc);
+  if (r.kind != cfi::Kind::Unknown && make_room(t)) insert(t, pc, r);
+  return r;
+}
+
+bool init_thread(UnwindThread& t) {
+  if (t.no_stack) return false;
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+    t.no_stack = true;
+    return false;
+  }
+  const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0;
+  pthread_attr_destroy(&attr);
+  t.table = ok ? map_table(kFirstBits) : nullptr;
+  if (t.table == nullptr) {
+    t.no_stack = true;
+    return false;
+  }
+  t.bits = kFirstBits;
+  t.used = 0;
+  t.stack_lo = reinterpret_cast<uint64_t>(addr);
+  t.stack_hi = t.stack_lo + size;
+  return true;
+}
+
+}  // namespace
+
+// Not instrumented in a sanitizer build: it reads other frames' slots, as
+// libunwind (not instrumented either) does.
+__attribute__((no_sanitize("address", "thread"))) int unwind_native(uint64_t* out, int max) {
+  UnwindThread& t = t_unwind;
+  if (t.table == nullptr && !init_thread(t)) return -1;
+  uint64_t pc, sp, fp;
+  // This frame's own state, at the label: the first rule looked up is this
+  // function's at that address, so that out[0] is our caller's return
+  // address, as unw_backtrace's is.
+  asm volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
+  if (sp < t.stack_lo || sp >= t.stack_hi) return -1;  // on another stack (a signal's, a coroutine's)
+  bool fp_known = true;
+  uint64_t lookup = pc;
+  int n = 0;
+  while (n < max) {
+    const cfi::Rule r = rule_for(t, lookup);
+    if (r.kind == cfi::Kind::End) break;
+    if (r.kind != cfi::Kind::Rsp && (r.kind != cfi::Kind::Rbp || !fp_known)) return -1;
+    const uint64_t cfa = (r.kind == cfi::Kind::Rsp ? sp : fp) + static_cast<uint64_t>(int64_t(r.cfa_offset));
+    if (cfa < sp + 8 || cfa > t.stack_hi) return -1;
+    const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    if (r.rbp_offset == cfi::kRbpUndefined) {
+      fp_known = false;
+    } else if (r.rbp_offset != cfi::kRbpSame) {
+      const uint64_t at = cfa + static_cast<uint64_t>(int64_t(r.rbp_offset));
+      if (at < sp || at + 8 > cfa) return -1;
+      fp = *reinterpret_cast<const uint64_t*>(at);
+      fp_known = true;
+    }
+    sp = cfa;
+    if (ra == 0) break;
+    out[n++] = ra;
+    lookup = ra - 1;  // the call instruction's rules, not the next one's
+  }
+  return n;
+}
+
+void release_unwind_thread() {
+  UnwindThread& t = t_unwind;
+  if (t.table != nullptr) munmap(t.table, sizeof(Entry) << t.bits);
+  t = UnwindThread{};
+}
+
+}  // namespace nb::shim

@@ -1,0 +1,29 @@
+// nb's own unwinder of the calling thread's native stack, for the hot path:
+// what libunwind's unw_backtrace returns (the return addresses, innermost
+// first, from the caller of unwind_native), read with a per-thread cache of
+// frame rules (eh_frame_rules.h) that is small and dense, where libunwind's
+// is 256 KiB spread over 64 pages. On the H200 a stack is taken with the
+// caches cold, and each line and page a capture reads costs (docs/
+// performance.md "Ninth session"); this cache keeps a decode loop's rules in
+// a few pages.
+//
+// Any frame it cannot step through by its rules (a rule of Kind::Other, a
+// pc outside every module, a CFA outside the thread's stack) makes it give
+// up, and the caller takes the stack with libunwind instead: the two never
+// differ in what they return, only in cost. Reads of the stack are kept
+// between the current stack pointer and the top of the thread's stack.
+#pragma once
+#include <cstdint>
+
+namespace nb::shim {
+
+// Up to `max` return addresses into `out`; -1 when this stack is for
+// libunwind (see above). No lock on a cache hit; a miss may take nb's own
+// lock (tried, never waited for: busy means -1) and the loader's
+// (dl_iterate_phdr).
+__attribute__((noinline)) int unwind_native(uint64_t* out, int max);
+
+// At the end of a thread that took stacks: frees its rule cache.
+void release_unwind_thread();
+
+}  // namespace nb::shim

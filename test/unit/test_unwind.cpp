@@ -1,0 +1,160 @@
+// nb's own unwinder (shim/native_unwind.cpp) against libunwind's
+// unw_backtrace, taken from the same function: the return addresses past
+// the first (the two calls' own sites) must be the same, through frames of
+// every shape the compiler makes here (frameless, rbp-based after alloca, a
+// large frame, recursion), through libc's code (qsort's comparator) and on
+// a thread of its own; and where it cannot read the stack (an alternate
+// signal stack) it says so (-1) instead of guessing.
+#include <catch2/catch.hpp>
+
+#include <alloca.h>
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "shim/native_unwind.h"
+
+namespace {
+
+using Backtrace = int (*)(void**, int);
+
+Backtrace libunwind() {
+  static Backtrace fn = [] {
+    void* h = dlopen(NB_LIBUNWIND_PATH, RTLD_NOW | RTLD_LOCAL);
+    return h ? reinterpret_cast<Backtrace>(dlsym(h, "unw_backtrace")) : nullptr;
+  }();
+  return fn;
+}
+
+struct Both {
+  std::vector<uint64_t> nb, lib;
+  int nb_n = 0;
+};
+
+// Both unwinders from one frame; volatile keeps the two calls in this frame.
+__attribute__((noinline)) void take_both(Both& b, int max) {
+  b.nb.assign(static_cast<size_t>(max), 0);
+  std::vector<void*> lib(static_cast<size_t>(max));
+  b.nb_n = nb::shim::unwind_native(b.nb.data(), max);
+  const int n = libunwind()(lib.data(), max);
+  b.nb.resize(b.nb_n < 0 ? 0 : static_cast<size_t>(b.nb_n));
+  for (int i = 0; i < n; ++i) b.lib.push_back(reinterpret_cast<uint64_t>(lib[static_cast<size_t>(i)]));
+  asm volatile("" ::: "memory");
+}
+
+void require_same(const Both& b) {
+  REQUIRE(b.nb_n > 3);
+  REQUIRE(b.nb.size() == b.lib.size());
+  for (size_t i = 1; i < b.nb.size(); ++i) {
+    INFO("frame " << i);
+    REQUIRE(b.nb[i] == b.lib[i]);
+  }
+}
+
+volatile int g_sink = 0;
+
+__attribute__((noinline)) void leaf(Both& b, int max) {
+  take_both(b, max);
+  g_sink = g_sink + 1;
+}
+
+// rbp-based: alloca makes the frame's size known only at run time.
+__attribute__((noinline)) void with_alloca(Both& b, int max, int n) {
+  char* p = static_cast<char*>(alloca(static_cast<size_t>(n)));
+  std::memset(p, 1, static_cast<size_t>(n));
+  leaf(b, max);
+  g_sink = g_sink + p[n / 2];
+}
+
+// A frame of 64 KiB: an offset that fits no small encoding.
+__attribute__((noinline)) void big_frame(Both& b, int max) {
+  volatile char buf[65536];
+  buf[0] = 1;
+  with_alloca(b, max, 100 + g_sink % 7);
+  g_sink = g_sink + buf[0];
+}
+
+__attribute__((noinline)) void recurse(Both& b, int max, int depth) {
+  if (depth == 0) {
+    big_frame(b, max);
+  } else {
+    recurse(b, max, depth - 1);
+  }
+  g_sink = g_sink + depth;
+}
+
+Both* g_sorting = nullptr;
+int compare(const void* a, const void* b) {
+  if (g_sorting != nullptr) {
+    recurse(*g_sorting, 64, 3);
+    g_sorting = nullptr;
+  }
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+Both g_on_altstack;
+void on_signal(int) { g_on_altstack.nb_n = nb::shim::unwind_native(g_on_altstack.nb.data(), 16); }
+
+}  // namespace
+
+TEST_CASE("unwinder: the same return addresses as libunwind, through frames of every shape", "[unit][unwind]") {
+  REQUIRE(libunwind() != nullptr);
+  for (int depth : {0, 5, 40}) {
+    Both b;
+    recurse(b, 64, depth);
+    INFO("depth " << depth);
+    require_same(b);
+  }
+  // Twice: the second is answered from the rule cache.
+  Both again;
+  recurse(again, 64, 5);
+  require_same(again);
+}
+
+TEST_CASE("unwinder: stops at the depth asked for", "[unit][unwind]") {
+  Both b;
+  recurse(b, 5, 10);
+  REQUIRE(b.nb_n == 5);
+  require_same(b);
+}
+
+TEST_CASE("unwinder: through libc's frames (qsort's comparator)", "[unit][unwind]") {
+  Both b;
+  std::vector<int> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>((i * 37) % 64);
+  g_sorting = &b;
+  std::qsort(v.data(), v.size(), sizeof(int), compare);
+  require_same(b);
+}
+
+TEST_CASE("unwinder: on a thread, to the thread's first frame", "[unit][unwind]") {
+  Both b;
+  std::thread([&] { recurse(b, 64, 7); }).join();
+  require_same(b);
+}
+
+TEST_CASE("unwinder: on an alternate signal stack it leaves the stack to libunwind", "[unit][unwind]") {
+  std::vector<char> alt(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  stack_t old{};
+  REQUIRE(sigaltstack(&ss, &old) == 0);
+  struct sigaction sa {}, prev{};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_ONSTACK;
+  REQUIRE(sigaction(SIGUSR1, &sa, &prev) == 0);
+  // Taken once on the thread's own stack first, so its bounds are known.
+  Both warm;
+  recurse(warm, 8, 0);
+  g_on_altstack.nb.assign(16, 0);
+  g_on_altstack.nb_n = 0;
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &prev, nullptr);
+  sigaltstack(&old, nullptr);
+  REQUIRE(g_on_altstack.nb_n == -1);
+}
