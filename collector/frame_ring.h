@@ -16,20 +16,24 @@
 namespace nb {
 
 namespace stack_header {
-// Header entry: counts of native and Python frames that follow it and, for
+// Header entry: counts of native and Python frames that follow it, whether
+// libunwind read the native ones (bit 15: nb's own unwinder could not, or
+// NB_UNWIND=libunwind), and, for
 // the stacks that were timed (bit 31), what taking each part cost the
 // calling thread (now_ticks() units / 16, at most 0xffff: about 0.35–1 ms
 // with the TSC, 1.05 ms on CLOCK_MONOTONIC), which the table's footer
 // reports. Python counts have 15 bits: NB_STACK_DEPTH is at most 256.
 constexpr uint64_t kTimed = uint64_t(1) << 31;
+constexpr uint64_t kByLibunwind = uint64_t(1) << 15;
 inline uint64_t cost16(uint64_t ticks) { return ticks >> 4 > 0xffff ? 0xffff : ticks >> 4; }
 inline uint64_t make(uint32_t native, uint32_t python) {
-  return uint64_t(native & 0xffff) | (uint64_t(python & 0x7fff) << 16);
+  return uint64_t(native & 0x7fff) | (uint64_t(python & 0x7fff) << 16);
 }
 inline uint64_t make_timed(uint32_t native, uint32_t python, uint64_t native_ticks, uint64_t python_ticks) {
   return make(native, python) | kTimed | (cost16(native_ticks) << 32) | (cost16(python_ticks) << 48);
 }
-inline uint32_t native(uint64_t h) { return uint32_t(h & 0xffff); }
+inline uint32_t native(uint64_t h) { return uint32_t(h & 0x7fff); }
+inline bool by_libunwind(uint64_t h) { return (h & kByLibunwind) != 0; }
 inline uint32_t python(uint64_t h) { return uint32_t((h >> 16) & 0x7fff); }
 inline bool timed(uint64_t h) { return (h & kTimed) != 0; }
 inline uint64_t native_ticks(uint64_t h) { return ((h >> 32) & 0xffff) << 4; }

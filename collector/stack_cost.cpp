@@ -41,6 +41,7 @@ void StackCost::add(uint64_t header) {
   ++stacks;
   native_frames += stack_header::native(header);
   python_frames += stack_header::python(header);
+  if (stack_header::by_libunwind(header)) ++by_libunwind;
   if (!stack_header::timed(header)) return;
   const uint64_t native = stack_header::native_ticks(header), python = stack_header::python_ticks(header);
   ++timed;
@@ -60,6 +61,11 @@ std::string StackCost::note(double ns_per_tick) const {
                 static_cast<unsigned long long>(stacks), static_cast<double>(native_frames) / n,
                 static_cast<double>(python_frames) / n);
   std::string line = buf;
+  if (by_libunwind != 0) {
+    std::snprintf(buf, sizeof buf, "; %llu of them read by libunwind (not nb's unwinder)",
+                  static_cast<unsigned long long>(by_libunwind));
+    line += buf;
+  }
   if (timed == 0) return line;
   // The timed ones stand for all: their mean, times the count, is the total.
   const double k = static_cast<double>(timed);

@@ -233,6 +233,22 @@ TEST_CASE("stack cost: the header carries each part's time; the footer line sums
   CHECK(slow.quantile_ticks(0.99) == slow.max_ticks);
 }
 
+TEST_CASE("stack cost: stacks libunwind read are flagged in the header and counted in the footer", "[unit][stacks]") {
+  const uint64_t h = stack_header::make_timed(256, 256, 800, 80) | stack_header::kByLibunwind;
+  CHECK(stack_header::by_libunwind(h));
+  CHECK(stack_header::native(h) == 256);  // the flag is not a frame count
+  CHECK(stack_header::python(h) == 256);
+  CHECK(stack_header::native_ticks(h) == 800);
+  CHECK_FALSE(stack_header::by_libunwind(stack_header::make(256, 256)));
+  StackCost c;
+  c.add(stack_header::make(10, 0));
+  c.add(stack_header::make(10, 0) | stack_header::kByLibunwind);
+  CHECK(c.by_libunwind == 1);
+  CHECK(c.note(1.0) ==
+        "Stacks taken on the calling threads in the run so far: 2, per stack 10.0 native frames and 0.0 Python frames;"
+        " 1 of them read by libunwind (not nb's unwinder)");
+}
+
 TEST_CASE("stack cost: quantiles within a quarter of a power of two, never under the true value", "[unit][stacks]") {
   StackCost c;
   CHECK(c.quantile_ticks(0.5) == 0);
