@@ -36,6 +36,10 @@
     "mappings), launch (kernel and graph launches), all (every recorded call)")           \
   NB_OPTION(stack_depth, NB_STACK_DEPTH, UInt, "64", 1, 256, "",                             \
     "Most native frames kept per stack (and most Python frames)")                          \
+  NB_OPTION(unwind, NB_UNWIND, Choice, "nb", 0, 0, "nb|libunwind",                           \
+    "How native stacks are read: nb (nb's own unwinder, from the modules' .eh_frame, with " \
+    "a small per-thread cache; a stack it cannot read goes to libunwind, counted in the "  \
+    "footer) or libunwind (always)")                                                        \
   NB_OPTION(torch_allocs, NB_TORCH_ALLOCS, Bool, "0", 0, 0, "",                              \
     "1 = add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF at start-up, so each "     \
     "PyTorch tensor allocation and free is a CUDA call nb sees (changes the allocator)")    \

@@ -8,6 +8,7 @@
 #include <execinfo.h>
 #include <link.h>
 
+#include "shim/native_unwind.h"
 #include "shim/python_frames.h"
 #include "shim/real_functions.h"
 
@@ -18,6 +19,7 @@ uint32_t g_stack_kinds = 0;
 namespace {
 
 uint32_t g_depth = 64;
+bool g_own_unwinder = true;  // NB_UNWIND=nb
 using Backtrace = int (*)(void**, int);
 Backtrace g_backtrace = nullptr;
 
@@ -34,10 +36,11 @@ uint32_t kinds_for(const std::string& which) {
 
 }  // namespace
 
-uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note) {
+uint32_t init_stacks(const std::string& which, uint32_t depth, const std::string& unwinder, std::string& note) {
   g_stack_kinds = kinds_for(which);
   if (g_stack_kinds == 0) return 0;
   g_depth = depth;
+  g_own_unwinder = unwinder != "libunwind";
   // libunwind, loaded privately: linked normally (or preloaded) it would put
   // its own _Unwind_RaiseException and backtrace in front of libgcc's and
   // glibc's, and the program's C++ exceptions would go through it. Debian
@@ -79,12 +82,17 @@ void capture_stack(ThreadState& t, Record* r) {
   const bool timed = t.stack_clock == 0;
   t.stack_clock = timed ? static_cast<uint8_t>(((t.seq * 0x9E3779B1u) >> 28) % 15) : t.stack_clock - 1;
   const uint64_t t0 = timed ? now_ticks() : 0;
-  int native = g_backtrace(reinterpret_cast<void**>(p + 1), static_cast<int>(g_depth));
+  // nb's unwinder first; libunwind for a stack it cannot read (the same
+  // frames either way: native_unwind.h), flagged for the footer.
+  int native = g_own_unwinder ? unwind_native(p + 1, static_cast<int>(g_depth)) : -1;
+  const bool by_libunwind = native < 0;
+  if (by_libunwind) native = g_backtrace(reinterpret_cast<void**>(p + 1), static_cast<int>(g_depth));
   if (native < 0) native = 0;
   const uint64_t t1 = timed ? now_ticks() : 0;
   const size_t python = capture_python_frames(p + 1 + native, g_depth);
   const uint32_t n = static_cast<uint32_t>(native), py = static_cast<uint32_t>(python);
-  p[0] = timed ? stack_header::make_timed(n, py, t1 - t0, now_ticks() - t1) : stack_header::make(n, py);
+  p[0] = (timed ? stack_header::make_timed(n, py, t1 - t0, now_ticks() - t1) : stack_header::make(n, py)) |
+         (by_libunwind ? stack_header::kByLibunwind : 0);
   ring.commit(pos + 1 + native + python);
   r->stack = static_cast<uint32_t>(pos) + 1;
 }

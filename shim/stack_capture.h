@@ -12,10 +12,10 @@ namespace nb::shim {
 // Bit (1 << Kind) set for each kind of call that gets a stack; 0 = none.
 extern uint32_t g_stack_kinds;
 
-// Reads NB_STACKS / NB_STACK_DEPTH, loads the unwinder. Once, at start-up,
+// Reads NB_STACKS / NB_STACK_DEPTH / NB_UNWIND, loads libunwind. Once, at start-up,
 // outside any hook. Returns the FrameRing capacity each thread needs (0 when
 // no stacks are taken); `note` says what was given up, if anything.
-uint32_t init_stacks(const std::string& which, uint32_t depth, std::string& note);
+uint32_t init_stacks(const std::string& which, uint32_t depth, const std::string& unwinder, std::string& note);
 
 // Out of line: only called for the kinds in g_stack_kinds.
 void capture_stack(ThreadState& t, Record* r);

@@ -20,6 +20,7 @@
 #include "shim/hook_scope.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
+#include "shim/native_unwind.h"
 #include "shim/stack_capture.h"
 #include "shim/exit_signals.h"
 #include "shim/python_frames.h"
@@ -85,6 +86,7 @@ std::string absolute(const std::string& path) {
 }
 
 void on_thread_exit(void* slot) {
+  release_unwind_thread();
   ThreadRegistry::release(static_cast<ThreadSlot*>(slot));
   t_state.slot = nullptr;
 }
@@ -209,7 +211,7 @@ void init_state() {
   g_options = new Options(o);
   g_names = new NameTable;
   std::string stack_note;
-  const uint32_t frame_capacity = init_stacks(o.stacks, o.stack_depth, stack_note);
+  const uint32_t frame_capacity = init_stacks(o.stacks, o.stack_depth, o.unwind, stack_note);
   if (!stack_note.empty()) log::warn(stack_note);
   g_registry = new ThreadRegistry(round_up_pow2(o.ring_records), frame_capacity);
   g_program = new std::string(safe_program_name());
