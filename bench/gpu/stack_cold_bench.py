@@ -1,6 +1,7 @@
 """What a stack costs hot and cold on this machine, outside the shim: the
 Python frames (the probe library's capture, without the GIL, as under a
-PyTorch op) and the native frames (libunwind's unw_backtrace), from a stack of
+PyTorch op) and the native frames (libunwind's unw_backtrace, then nb's own
+unwinder, shim/native_unwind.cpp), from a stack of
 20 different callable objects, with the caches cleared before each capture by
 touching KIB KiB (each size given; default 0, 1024, 4096 and 32768), in a
 process that imported torch (its ~400 libraries loaded) unless NO_TORCH is
@@ -21,6 +22,8 @@ lib.nb_probe_bench_cold.restype = ctypes.c_double
 lib.nb_probe_bench_unwind.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
                                       ctypes.POINTER(ctypes.c_int)]
 lib.nb_probe_bench_unwind.restype = ctypes.c_double
+lib.nb_probe_bench_nbunwind.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+lib.nb_probe_bench_nbunwind.restype = ctypes.c_double
 ns = {}
 # Callable objects, as PyTorch's modules are: each level also goes through
 # the interpreter's C call path, so the native stack is as deep as a
@@ -33,4 +36,7 @@ for kib in sizes:
     iters = 2000 if kib <= 4096 else 300
     py = ns["chain0"](lambda: lib.nb_probe_bench_cold(iters, 20, kib))
     nat = ns["chain0"](lambda: lib.nb_probe_bench_unwind(iters, 64, kib, unwind.encode(), ctypes.byref(got)))
-    print(f"cold {kib} KiB: python {py:.0f} ns per 20 frames; native {nat:.0f} ns per {got.value} frames", flush=True)
+    libunwind_frames = got.value
+    own = ns["chain0"](lambda: lib.nb_probe_bench_nbunwind(iters, 64, kib, ctypes.byref(got)))
+    print(f"cold {kib} KiB: python {py:.0f} ns per 20 frames; native {nat:.0f} ns per {libunwind_frames} frames "
+          f"(libunwind), {own:.0f} ns per {got.value} frames (nb's unwinder; -1: gave up)", flush=True)

@@ -26,6 +26,7 @@ for lib in (gil, nogil):
     lib.nb_probe_bench_native.restype = ctypes.c_double
     lib.nb_probe_unknown_frames.restype = ctypes.c_ulonglong
     lib.nb_probe_line_at.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_int]
+    lib.nb_probe_unwind_compare.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
 BOTH = (("with the GIL", gil), ("without the GIL", nogil))
 
 if sys.version_info < (3, 9):  # no PyFrame_GetBack: the capture must stay off
@@ -141,6 +142,7 @@ def main():
     for how, lib in BOTH:
         check(f"deep stacks {how}: all frames, or max", recurse(40, lib.nb_probe_capture_count) == 40 + 3
               and recurse(40, lambda: lib.nb_probe_capture_max(5)) == 5)
+    native_unwinder()
     check("native frames in the evaluation loop are recognized", level_eval() >= 1)
     check("other code is not in the evaluation loop", gil.nb_probe_main_pc_is_eval() == 0)
     check("no frame went unnamed", gil.nb_probe_unknown_frames() == 0)
@@ -435,6 +437,36 @@ def no_gc_inside_capture():
         gc.set_threshold(*threshold)
         gc.callbacks.remove(note)
     return bool(seen) and not any(seen)
+
+
+def native_unwinder():
+    # nb's own unwinder (shim/native_unwind.cpp) must give what libunwind
+    # gives through the interpreter's C frames: plain calls, callable
+    # objects (tp_call), a generator, a thread, deep and cut at a depth.
+    class Obj:
+        def __call__(self, f, depth):
+            return Obj()(f, depth - 1) if depth else f()
+
+    def gen(f):
+        yield f()
+
+    got = ctypes.c_int(0)
+    for how, lib in BOTH:
+        def cmp(max_frames=256):
+            return lib.nb_probe_unwind_compare(max_frames, ctypes.byref(got)), got.value
+        cases = {"plain": recurse(5, cmp), "deep": recurse(60, cmp), "objects": Obj()(cmp, 20),
+                 "generator": next(gen(cmp)), "cut at 16": recurse(30, lambda: cmp(16))}
+        out = []
+        t = threading.Thread(target=lambda: out.append(recurse(8, cmp)))
+        t.start()
+        t.join()
+        cases["thread"] = out[0]
+        if any(r == -2 for r, _ in cases.values()):
+            print(f"skip native unwinder {how}: no libunwind.so.8 beside the probe or on the system")
+            continue
+        print(f"native unwinder {how}: {cases}")
+        check(f"native unwinder {how}: libunwind's return addresses", all(r == 0 and n > 5 for r, n in cases.values()),
+              cases)
 
 
 def level_eval():

@@ -17,6 +17,7 @@
 
 #include "shim/python_frames.h"
 #include "shim/python_frames_lines.h"  // nb_probe_line_at: the decoders on their own
+#include "shim/native_unwind.h"        // nb_probe_unwind_compare: nb's unwinder through the interpreter
 
 // The shim's real_dlsym skips its own dlsym hook; there is none here.
 namespace nb::shim {
@@ -164,6 +165,60 @@ __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, i
   return median_cold_ns(iters, evict_kib, [&] {
     *frames_out = backtrace_fn(pcs, max);
     return true;
+  });
+}
+
+// libunwind's unw_backtrace: the build's bundled copy (shim/nb-libs, beside
+// this library's test/programs in the build tree and in bench/make_carry.sh's
+// .carry), else the system's.
+using Backtrace = int (*)(void**, int);
+static Backtrace bundled_libunwind() {
+  static Backtrace fn = [] {
+    Dl_info info;
+    void* h = nullptr;
+    if (dladdr(reinterpret_cast<void*>(&nb_probe_noop), &info) != 0 && info.dli_fname != nullptr) {
+      std::string dir = info.dli_fname;
+      dir = dir.substr(0, dir.rfind('/'));                            // .../test/programs
+      dir = dir.substr(0, dir.rfind('/'));                            // .../test
+      dir = dir.substr(0, dir.rfind('/'));                            // the build
+      h = dlopen((dir + "/shim/nb-libs/libunwind.so.8").c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (h == nullptr) h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    return h ? reinterpret_cast<Backtrace>(dlsym(h, "unw_backtrace")) : nullptr;
+  }();
+  return fn;
+}
+
+// nb's unwinder (shim/native_unwind.cpp) and libunwind, from here: 0 when
+// they agree on every return address past the first (their own call sites),
+// i + 1 for the first frame i where they differ (a different count: the
+// shorter one's length + 1), -1 when nb's gave the stack up, -2 without
+// libunwind. *frames_out: libunwind's count.
+__attribute__((visibility("default"), noinline)) int nb_probe_unwind_compare(int max, int* frames_out) {
+  Backtrace lib = bundled_libunwind();
+  if (lib == nullptr) return -2;
+  uint64_t mine[256];
+  void* theirs[256];
+  const int m = max > 0 && max < 256 ? max : 256;
+  const int n = nb::shim::unwind_native(mine, m);
+  const int k = lib(theirs, m);
+  *frames_out = k;
+  asm volatile("" ::: "memory");  // both calls from this frame
+  if (n < 0) return -1;
+  for (int i = 1; i < std::min(n, k); ++i) {
+    if (mine[i] != reinterpret_cast<uint64_t>(theirs[i])) return i + 1;
+  }
+  return n == k ? 0 : std::min(n, k) + 1;
+}
+
+// nb_probe_bench_unwind for nb's own unwinder; -1 if it gave any stack up.
+__attribute__((visibility("default"))) double nb_probe_bench_nbunwind(int iters, int depth, int evict_kib,
+                                                                       int* frames_out) {
+  uint64_t pcs[256];
+  const int max = depth > 0 && depth < 256 ? depth : 256;
+  return median_cold_ns(iters, evict_kib, [&] {
+    *frames_out = nb::shim::unwind_native(pcs, max);
+    return *frames_out >= 0;
   });
 }
 
