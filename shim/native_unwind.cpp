@@ -23,10 +23,22 @@ struct Entry {
 static_assert(sizeof(Entry) == 16);
 constexpr uint32_t kFirstBits = 10, kMaxBits = 16;
 
+// The frames of the thread's last stack, outermost last: the next stack
+// shares most of its outer frames, at the same stack addresses, so their
+// rules are read in order from here (a few lines the prefetcher sees
+// coming) instead of from one cache line of the table each.
+struct Seen {
+  uint64_t sp, pc;
+  cfi::Rule rule;
+};
+constexpr uint32_t kSeen = 256;
+
 struct UnwindThread {
   Entry* table;
   uint32_t bits;
   uint32_t used;
+  Seen* seen[2];  // the last stack's frames, and room for the next one's
+  uint32_t seen_n;
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
   bool no_stack;                // its bounds could not be had: always libunwind
 };
@@ -162,10 +174,17 @@ bool init_thread(UnwindThread& t) {
   const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0;
   pthread_attr_destroy(&attr);
   t.table = ok ? map_table(kFirstBits) : nullptr;
-  if (t.table == nullptr) {
+  void* seen = mmap(nullptr, 2 * kSeen * sizeof(Seen), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (t.table == nullptr || seen == MAP_FAILED) {
+    if (t.table != nullptr) munmap(t.table, sizeof(Entry) << kFirstBits);
+    if (seen != MAP_FAILED) munmap(seen, 2 * kSeen * sizeof(Seen));
+    t.table = nullptr;
     t.no_stack = true;
     return false;
   }
+  t.seen[0] = static_cast<Seen*>(seen);
+  t.seen[1] = t.seen[0] + kSeen;
+  t.seen_n = 0;
   t.bits = kFirstBits;
   t.used = 0;
   t.stack_lo = reinterpret_cast<uint64_t>(addr);
@@ -189,8 +208,15 @@ __attribute__((no_sanitize("address", "thread"))) int unwind_native(uint64_t* ou
   bool fp_known = true;
   uint64_t lookup = pc;
   int n = 0;
+  const Seen* last = t.seen[0];
+  Seen* next = t.seen[1];
+  uint32_t k = 0, next_n = 0;
   while (n < max) {
-    const cfi::Rule r = rule_for(t, lookup);
+    // The last stack's frame at this stack address, if it was at this pc.
+    while (k < t.seen_n && last[k].sp < sp) ++k;
+    const cfi::Rule r =
+        k < t.seen_n && last[k].sp == sp && last[k].pc == lookup ? last[k].rule : rule_for(t, lookup);
+    if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
     if (r.kind != cfi::Kind::Rsp && (r.kind != cfi::Kind::Rbp || !fp_known)) return -1;
     const uint64_t cfa = (r.kind == cfi::Kind::Rsp ? sp : fp) + static_cast<uint64_t>(int64_t(r.cfa_offset));
@@ -209,12 +235,16 @@ __attribute__((no_sanitize("address", "thread"))) int unwind_native(uint64_t* ou
     out[n++] = ra;
     lookup = ra - 1;  // the call instruction's rules, not the next one's
   }
+  t.seen[0] = next;
+  t.seen[1] = const_cast<Seen*>(last);
+  t.seen_n = next_n;
   return n;
 }
 
 void release_unwind_thread() {
   UnwindThread& t = t_unwind;
   if (t.table != nullptr) munmap(t.table, sizeof(Entry) << t.bits);
+  if (t.seen[0] != nullptr) munmap(std::min(t.seen[0], t.seen[1]), 2 * kSeen * sizeof(Seen));
   t = UnwindThread{};
 }
 

@@ -3,7 +3,7 @@
 // the first (the two calls' own sites) must be the same, through frames of
 // every shape the compiler makes here (frameless, rbp-based after alloca, a
 // large frame, recursion), through libc's code (qsort's comparator) and on
-// a thread of its own; and where it cannot read the stack (an alternate
+// a thread of its own, stacks alternating in shape; and where it cannot read the stack (an alternate
 // signal stack) it says so (-1) instead of guessing.
 #include <catch2/catch.hpp>
 
@@ -113,6 +113,22 @@ TEST_CASE("unwinder: the same return addresses as libunwind, through frames of e
   Both again;
   recurse(again, 64, 5);
   require_same(again);
+}
+
+TEST_CASE("unwinder: stacks that share outer frames and differ inside, alternating", "[unit][unwind]") {
+  // Each stack's outer frames are read through the last stack's (same stack
+  // address, same pc); the inner ones differ in depth, frame size and pc.
+  for (int i = 0; i < 24; ++i) {
+    Both b;
+    switch (i % 4) {
+      case 0: recurse(b, 64, 3); break;
+      case 1: recurse(b, 64, 4); break;
+      case 2: with_alloca(b, 64, 64 + 16 * i); break;
+      default: leaf(b, 64); break;
+    }
+    INFO("stack " << i);
+    require_same(b);
+  }
 }
 
 TEST_CASE("unwinder: stops at the depth asked for", "[unit][unwind]") {
