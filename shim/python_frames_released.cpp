@@ -256,6 +256,7 @@ const CodeInfo* released_first_sight(const Layout& l, const PyApi& a, const Code
 constexpr size_t kCodeSets = 64;
 constexpr size_t kCodeWays = 4;
 constexpr size_t kLineSlots = 1024;
+constexpr size_t kMaxSeen = 256;  // NB_STACK_DEPTH's largest
 
 struct ThreadCache {
   uint32_t epoch;
@@ -269,6 +270,20 @@ struct ThreadCache {
     int32_t addr;
     uint32_t line;
   } lines[kLineSlots];
+  // 3.12: the frames of the thread's last stack, in walk order. The next
+  // stack shares most outer frames, at the same addresses, suspended at the
+  // same instruction: such a frame's code and line are read from here, in
+  // order, instead of from the sets above (several lines each).
+  struct SeenFrame {
+    const void* frame;
+    const void* code;
+    uint32_t version;  // never 0 here: the version tells the code object
+    int32_t addr;
+    const CodeInfo* info;
+    uint32_t line;
+  } seen[2][kMaxSeen];
+  uint32_t seen_n;
+  uint32_t seen_last;  // which of seen[] holds the last stack
 };
 
 __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
@@ -324,8 +339,12 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
   if (__builtin_expect(tc.epoch != epoch, 0)) {
     std::memset(tc.codes, 0, sizeof tc.codes);
     std::memset(tc.lines, 0, sizeof tc.lines);
+    tc.seen_n = 0;
     tc.epoch = epoch;
   }
+  const ThreadCache::SeenFrame* last = tc.seen[tc.seen_last];
+  ThreadCache::SeenFrame* next = tc.seen[tc.seen_last ^ 1];
+  size_t k = 0, next_n = 0;
   const void* f = field<const void*>(ts, l.ts_frame);
   if constexpr (l.cframe_top >= 0) f = plausible(f) ? field<const void*>(f, l.cframe_top) : nullptr;
   size_t n = 0;
@@ -358,10 +377,32 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
       const ptrdiff_t d = instr - bytecode;
       addr = d >= 0 && d < INT32_MAX ? static_cast<int>(d) : -1;
     }
-    const CodeInfo& info = code_info<l>(a, tc, code);
-    if (info.id == kUnknownPythonCode) unknown();
-    out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info.id) << 32) | released_line(tc, info, addr);
+    if constexpr (l.co_version >= 0) {
+      const uint32_t version = field<uint32_t>(code, l.co_version);
+      while (k < tc.seen_n && last[k].frame > f) ++k;  // frames lie at falling addresses, outward
+      const CodeInfo* info;
+      uint32_t line;
+      if (version != 0 && k < tc.seen_n && last[k].frame == f && last[k].code == code &&
+          last[k].version == version && last[k].addr == addr) {
+        info = last[k].info;
+        line = last[k].line;
+      } else {
+        info = &code_info<l>(a, tc, code);
+        line = released_line(tc, *info, addr);
+      }
+      if (version != 0 && next_n < kMaxSeen) next[next_n++] = ThreadCache::SeenFrame{f, code, version, addr, info, line};
+      if (info->id == kUnknownPythonCode) unknown();
+      out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info->id) << 32) | line;
+    } else {
+      const CodeInfo& info = code_info<l>(a, tc, code);
+      if (info.id == kUnknownPythonCode) unknown();
+      out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info.id) << 32) | released_line(tc, info, addr);
+    }
     f = back;
+  }
+  if constexpr (l.co_version >= 0) {
+    tc.seen_last ^= 1;
+    tc.seen_n = static_cast<uint32_t>(next_n);
   }
   return n;
 }
