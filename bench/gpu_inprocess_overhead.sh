@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nb's overhead on the decode loop, paired inside one process (issue 3's
 # ≤ 1.15x and issue 4's ≤ 1.30x with NB_STACKS=all), results into OUT_DIR.
-# One process per MODE (default: "default stacksall"; also nostacks,
-# callback and nojoin: see the case below); see
+# One process per MODE (default: "default stacksall"; also stacksall16,
+# stacksall_lu, nostacks, callback and nojoin: see the case below); see
 # bench/gpu/decode_inprocess_ab.py for the method.
 #
 #   bash bench/gpu_inprocess_overhead.sh BUILD_DIR OUT_DIR [PAIRS] [MODES]
@@ -20,6 +20,7 @@ for m in $MODES; do
     default) extra="" ;;
     stacksall) extra="NB_STACKS=all" ;;
     stacksall16) extra="NB_STACKS=all NB_STACK_DEPTH=16" ;;            # the same, 16 frames of each kind
+    stacksall_lu) extra="NB_STACKS=all NB_UNWIND=libunwind" ;;         # the same, native frames by libunwind
     nostacks) extra="NB_STACKS=none" ;;                          # issue 3's "without stacks" (default join: order)
     callback) extra="NB_STACKS=none NB_CUPTI_JOIN=callback" ;;   # the callback join
     nojoin) extra="NB_STACKS=none NB_CUPTI_JOIN=none" ;;         # CUPTI activity, no join: the floor

@@ -5,7 +5,7 @@
 # nb configurations (default "order"): order = the default join without
 # stacks (what issue 3 measures), callback, none (CUPTI activity alone),
 # stacksall (issue 4: NB_STACKS=all), stacksall16 (the same, 16 frames of
-# each kind). EXTRA_ROUNDS: modes after the first
+# each kind), stacksall_lu (the same, native frames by libunwind). EXTRA_ROUNDS: modes after the first
 # run only in the first EXTRA_ROUNDS rounds (default: all rounds). Each
 # process's decode_s goes to OUT/pairs.txt as it comes, then the ratios of
 # each mode to the bare process of its round, and their median; the table
@@ -31,6 +31,7 @@ one() {  # label round
     none) env=(LD_PRELOAD="$SHIM" NB_STACKS=none NB_CUPTI_JOIN=none) ;;
     stacksall) env=(LD_PRELOAD="$SHIM" NB_STACKS=all) ;;
     stacksall16) env=(LD_PRELOAD="$SHIM" NB_STACKS=all NB_STACK_DEPTH=16) ;;
+    stacksall_lu) env=(LD_PRELOAD="$SHIM" NB_STACKS=all NB_UNWIND=libunwind) ;;
     *) echo "unknown mode $1" >&2; return ;;
   esac
   local s
