@@ -13,7 +13,7 @@ namespace nb {
 struct StackCost {
   uint64_t stacks = 0;
   uint64_t native_frames = 0, python_frames = 0;
-  uint64_t by_libunwind = 0;  // native frames read by libunwind, not nb's unwinder
+  uint64_t by_libunwind = 0;  // stacks whose native frames libunwind read, not nb's unwinder
   // Of the timed stacks only (about one in nine: shim/stack_capture.cpp).
   uint64_t timed = 0;
   uint64_t native_ticks = 0, python_ticks = 0;

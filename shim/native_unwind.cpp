@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -39,6 +40,8 @@ struct UnwindThread {
   uint32_t used;
   Seen* seen[2];  // the last stack's frames, and room for the next one's
   uint32_t seen_n;
+  uint32_t generation;  // g_generation when the rules above were read
+  uint32_t stacks;      // taken so far: every kCheckEvery-th asks the loader (check_loader)
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
   bool no_stack;                // its bounds could not be had: always libunwind
 };
@@ -55,15 +58,38 @@ struct Module {
 std::mutex g_modules_mu;  // constant-initialized
 std::vector<Module>* g_modules = nullptr;
 unsigned long long g_adds = ~0ull, g_subs = ~0ull;
+// + 1 each time a rebuild finds a module unloaded: every thread's rules and
+// memo may then hold a pc whose code is gone, and another module (or
+// generated code) may be mapped there since; each thread drops its own on
+// its next capture. An unload is seen at the next rule-cache miss of any
+// thread, and a stack during whose walk one was seen goes to libunwind.
+std::atomic<uint32_t> g_generation{0};
 
-int collect_module(dl_phdr_info* info, size_t size, void* data) {
-  auto* fresh = static_cast<std::vector<Module>*>(data);
-  if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 1;
-  if (fresh->empty() && g_modules != nullptr && info->dlpi_adds == g_adds && info->dlpi_subs == g_subs) {
-    return 1;  // nothing loaded or unloaded since the last time: keep the table
+// One dl_iterate_phdr pass, allocating nothing under the loader's lock: a
+// first pass (out null) says whether anything changed since the table was
+// made and counts the ranges, a second fills what was reserved in between.
+struct Scan {
+  Module* out = nullptr;
+  size_t capacity = 0, n = 0;
+  unsigned long long adds = 0, subs = 0;
+  bool started = false, unchanged = false, failed = false;
+};
+
+int scan_module(dl_phdr_info* info, size_t size, void* data) noexcept {
+  auto* s = static_cast<Scan*>(data);
+  if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    s->failed = true;  // no counts to tell a change by
+    return 1;
   }
-  g_adds = info->dlpi_adds;
-  g_subs = info->dlpi_subs;
+  if (!s->started) {
+    s->started = true;
+    s->adds = info->dlpi_adds;
+    s->subs = info->dlpi_subs;
+    if (s->out == nullptr && g_modules != nullptr && s->adds == g_adds && s->subs == g_subs) {
+      s->unchanged = true;  // nothing loaded or unloaded since: keep the table
+      return 1;
+    }
+  }
   const uint8_t* hdr = nullptr;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) {
@@ -72,13 +98,60 @@ int collect_module(dl_phdr_info* info, size_t size, void* data) {
   }
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-      fresh->push_back(Module{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz, hdr});
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    if (s->out != nullptr) {
+      if (s->n == s->capacity) {
+        s->failed = true;  // more were loaded since the count: next time
+        return 1;
+      }
+      s->out[s->n] = Module{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz, hdr};
     }
+    ++s->n;
   }
-  // An empty module list would read as "unchanged" on the next object.
-  if (fresh->empty()) fresh->push_back(Module{0, 0, nullptr});
   return 0;
+}
+
+// Brings g_modules up to date (under g_modules_mu); false when it could not
+// be (no memory, the loader's list grew between the two passes).
+bool refresh_modules() {
+  Scan count;
+  dl_iterate_phdr(scan_module, &count);
+  if (count.unchanged) return true;
+  if (count.failed) return false;
+  std::vector<Module> fresh(count.n + 16);  // may throw: the caller catches
+  Scan fill;
+  fill.out = fresh.data();
+  fill.capacity = fresh.size();
+  dl_iterate_phdr(scan_module, &fill);
+  if (fill.failed) return false;
+  fresh.resize(fill.n);
+  std::sort(fresh.begin(), fresh.end(), [](const Module& a, const Module& b) { return a.lo < b.lo; });
+  const bool unloaded = g_modules != nullptr && fill.subs != g_subs;
+  auto* table = new std::vector<Module>(std::move(fresh));
+  delete g_modules;
+  g_modules = table;
+  g_adds = fill.adds;
+  g_subs = fill.subs;
+  if (unloaded) g_generation.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// A thread asks the loader whether a module was unloaded every this many
+// stacks, as well as on each rule-cache miss: a library unloaded and
+// another mapped at its addresses at once would otherwise go on being
+// stepped through by the first one's rules (wrong frames, never a wrong
+// read: reads stay on the stack) for as long as no miss happened. So at
+// most this many stacks per thread can use them. The check is one
+// dl_iterate_phdr that stops at its first object: well under 1 ns a stack.
+constexpr uint32_t kCheckEvery = 32;
+
+void check_loader() {
+  std::unique_lock<std::mutex> lock(g_modules_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another thread is at it
+  try {
+    refresh_modules();
+  } catch (...) {
+  }
 }
 
 // The rule at pc from the module's own tables; Kind::Unknown when it cannot
@@ -88,13 +161,7 @@ cfi::Rule compute_rule(uint64_t pc) {
   std::unique_lock<std::mutex> lock(g_modules_mu, std::try_to_lock);
   if (!lock.owns_lock()) return r;
   try {
-    std::vector<Module> fresh;
-    dl_iterate_phdr(collect_module, &fresh);
-    if (!fresh.empty()) {
-      std::sort(fresh.begin(), fresh.end(), [](const Module& a, const Module& b) { return a.lo < b.lo; });
-      delete g_modules;
-      g_modules = new std::vector<Module>(std::move(fresh));
-    }
+    if (!refresh_modules()) return r;
   } catch (...) {
     return r;
   }
@@ -192,19 +259,22 @@ bool init_thread(UnwindThread& t) {
   return true;
 }
 
-}  // namespace
+constexpr int kStale = -2;
 
-// Not instrumented in a sanitizer build: it reads other frames' slots, as
-// libunwind (not instrumented either) does.
-__attribute__((no_sanitize("address", "thread"))) int unwind_native(uint64_t* out, int max) {
-  UnwindThread& t = t_unwind;
-  if (t.table == nullptr && !init_thread(t)) return -1;
-  uint64_t pc, sp, fp;
-  // This frame's own state, at the label: the first rule looked up is this
-  // function's at that address, so that out[0] is our caller's return
-  // address, as unw_backtrace's is.
-  asm volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
-  if (sp < t.stack_lo || sp >= t.stack_hi) return -1;  // on another stack (a signal's, a coroutine's)
+// The walk from this state: a frame at `pc` (its exact rules; return
+// addresses after it look up the call before them) with these rsp and rbp.
+// kStale: an unload was seen during it (g_generation), so some of the rules
+// it used may be stale. Not instrumented in a sanitizer build: it reads
+// other frames' slots, as libunwind (not instrumented either) does.
+__attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint64_t pc, uint64_t sp, uint64_t fp,
+                                                            uint64_t* out, int max) {
+  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
+  if (__builtin_expect(generation != t.generation, 0)) {
+    std::fill(t.table, t.table + (1u << t.bits), Entry{});  // a module was unloaded: see g_generation
+    t.used = 0;
+    t.seen_n = 0;
+    t.generation = generation;
+  }
   bool fp_known = true;
   uint64_t lookup = pc;
   int n = 0;
@@ -235,10 +305,32 @@ __attribute__((no_sanitize("address", "thread"))) int unwind_native(uint64_t* ou
     out[n++] = ra;
     lookup = ra - 1;  // the call instruction's rules, not the next one's
   }
+  if (g_generation.load(std::memory_order_relaxed) != generation) return kStale;
   t.seen[0] = next;
   t.seen[1] = const_cast<Seen*>(last);
   t.seen_n = next_n;
   return n;
+}
+
+}  // namespace
+
+int unwind_native(uint64_t* out, int max) {
+  UnwindThread& t = t_unwind;
+  if (t.table == nullptr && !init_thread(t)) return -1;
+  uint64_t pc, sp, fp;
+  // This frame's own state, at the label: the first rule looked up is this
+  // function's at that address, so that out[0] is our caller's return
+  // address, as unw_backtrace's is.
+  asm volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
+  if (sp < t.stack_lo || sp >= t.stack_hi) return -1;  // on another stack (a signal's, a coroutine's)
+  if (__builtin_expect(++t.stacks % kCheckEvery == 0, 0)) check_loader();
+  int n = walk(t, pc, sp, fp, out, max);
+  // Once more from rules read afresh, rather than hand the stack to
+  // libunwind: its own caches are never told of an unload, and after a
+  // library is replaced at the same addresses unw_backtrace can crash
+  // (test_unwind.cpp's reload case did, with the bundled libunwind 1.6).
+  if (n == kStale) n = walk(t, pc, sp, fp, out, max);
+  return n < 0 ? -1 : n;
 }
 
 void release_unwind_thread() {

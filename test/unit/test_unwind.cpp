@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -173,4 +174,56 @@ TEST_CASE("unwinder: on an alternate signal stack it leaves the stack to libunwi
   sigaction(SIGUSR1, &prev, nullptr);
   sigaltstack(&old, nullptr);
   REQUIRE(g_on_altstack.nb_n == -1);
+}
+
+namespace {
+// nb's unwinder alone (libunwind must not see the reloaded library: below).
+__attribute__((noinline)) void take_nb(Both& b) {
+  b.nb.assign(64, 0);
+  b.nb_n = nb::shim::unwind_native(b.nb.data(), 64);
+  b.nb.resize(b.nb_n < 0 ? 0 : static_cast<size_t>(b.nb_n));
+  asm volatile("" ::: "memory");
+}
+bool g_with_libunwind = false;
+void through_lib(void* arg) {
+  auto& b = *static_cast<Both*>(arg);
+  if (g_with_libunwind) take_both(b, 64); else take_nb(b);
+}
+}  // namespace
+
+TEST_CASE("unwinder: a library unloaded and another loaded in its place", "[unit][unwind]") {
+  // The two builds call back from the same address under different rules
+  // (unwind_lib.S), so the right stack is the same through either: the
+  // first one's, taken by both unwinders. A thread looks for unloads every
+  // 32nd stack (native_unwind.cpp), so from the 32nd stack after a reload
+  // on, every stack must be that one again. libunwind is not asked after
+  // the first load: its caches keep the first build's rule, and
+  // unw_backtrace then crashes (the bundled 1.6) or stops in the library.
+  using Call = void (*)(void (*)(void*), void*);
+  uint64_t where[2] = {0, 0};
+  std::vector<uint64_t> first;
+  for (int round = 0; round < 4; ++round) {
+    const std::string path = std::string(NB_UNWIND_LIB_DIR) + "/libnb_unwind_lib" + (round % 2 ? "2" : "1") + ".so";
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h != nullptr);
+    auto call = reinterpret_cast<Call>(dlsym(h, "nb_unwind_lib_call"));
+    REQUIRE(call != nullptr);
+    where[round % 2] = reinterpret_cast<uint64_t>(call);
+    for (int i = 0; i < 40; ++i) {
+      Both b;
+      g_with_libunwind = round == 0 && i == 0;
+      call(through_lib, &b);
+      INFO("round " << round << " stack " << i << " " << path);
+      if (g_with_libunwind) {
+        require_same(b);
+        first.assign(b.nb.begin() + 1, b.nb.end());
+      }
+      if (i < 32) continue;
+      REQUIRE(b.nb_n > 0);
+      CHECK(std::vector<uint64_t>(b.nb.begin() + 1, b.nb.end()) == first);
+    }
+    REQUIRE(dlclose(h) == 0);
+  }
+  INFO("the two builds were loaded at " << where[0] << " and " << where[1]);
+  CHECK(where[0] == where[1]);  // else this case tests less than it says
 }
