@@ -237,12 +237,6 @@ class Machine {
           p += v;
           row_.cfa_expression = true;
           break;
-        case 0x10:  // expression
-          reg = uleb(p);
-          v = uleb(p);
-          p += v;
-          set(reg, How::Other, 0);
-          break;
         case 0x11:  // offset_extended_sf
           reg = uleb(p);
           set(reg, How::Offset, sleb(p) * cie_.data_align);
@@ -259,6 +253,7 @@ class Machine {
           if (op == 0x14) uleb(p); else sleb(p);
           set(reg, How::Other, 0);
           break;
+        case 0x10:  // expression
         case 0x16:  // val_expression
           reg = uleb(p);
           v = uleb(p);
