@@ -49,7 +49,8 @@ __thread UnwindThread t_unwind __attribute__((tls_model("initial-exec")));
 
 // The executable ranges of the loaded modules and where each one's
 // .eh_frame_hdr is, rebuilt when the loader's counts of loads and unloads
-// change. Read and rebuilt under g_modules_mu only (cache misses), so a
+// change. Read and rebuilt under g_modules_mu only (cache misses and each
+// thread's check every kCheckEvery stacks), so a
 // capture never reads an entry of a module unloaded since.
 struct Module {
   uint64_t lo, hi;
