@@ -190,16 +190,11 @@ class Machine {
           loc = v;
           if (loc > pc_) return true;
           break;
-        case 0x02:
-          loc += load<uint8_t>(p) * cie_.code_align;
-          if (loc > pc_) return true;
-          break;
+        case 0x02:  // advance_loc1, 2, 4
         case 0x03:
-          loc += load<uint16_t>(p) * cie_.code_align;
-          if (loc > pc_) return true;
-          break;
         case 0x04:
-          loc += load<uint32_t>(p) * cie_.code_align;
+          v = op == 0x02 ? load<uint8_t>(p) : op == 0x03 ? load<uint16_t>(p) : load<uint32_t>(p);
+          loc += v * cie_.code_align;
           if (loc > pc_) return true;
           break;
         case 0x05:  // offset_extended

@@ -377,27 +377,27 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
       const ptrdiff_t d = instr - bytecode;
       addr = d >= 0 && d < INT32_MAX ? static_cast<int>(d) : -1;
     }
+    const CodeInfo* info = nullptr;
+    uint32_t line = 0;
     if constexpr (l.co_version >= 0) {
       const uint32_t version = field<uint32_t>(code, l.co_version);
       while (k < tc.seen_n && last[k].frame > f) ++k;  // frames lie at falling addresses, outward
-      const CodeInfo* info;
-      uint32_t line;
       if (version != 0 && k < tc.seen_n && last[k].frame == f && last[k].code == code &&
           last[k].version == version && last[k].addr == addr) {
         info = last[k].info;
         line = last[k].line;
-      } else {
+      }
+      if (info == nullptr) {
         info = &code_info<l>(a, tc, code);
         line = released_line(tc, *info, addr);
       }
       if (version != 0 && next_n < kMaxSeen) next[next_n++] = ThreadCache::SeenFrame{f, code, version, addr, info, line};
-      if (info->id == kUnknownPythonCode) unknown();
-      out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info->id) << 32) | line;
     } else {
-      const CodeInfo& info = code_info<l>(a, tc, code);
-      if (info.id == kUnknownPythonCode) unknown();
-      out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info.id) << 32) | released_line(tc, info, addr);
+      info = &code_info<l>(a, tc, code);
+      line = released_line(tc, *info, addr);
     }
+    if (info->id == kUnknownPythonCode) unknown();
+    out[n++] = kPythonFrameBit | (static_cast<uint64_t>(info->id) << 32) | line;
     f = back;
   }
   if constexpr (l.co_version >= 0) {
