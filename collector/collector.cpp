@@ -7,49 +7,123 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <vector>
 
-#include "collector/demangle.h"
+#include "core/demangle.h"
+#include "collector/devices.h"
+#include "collector/output_files.h"
 #include "collector/drain_pace.h"
-#include "collector/log.h"
+#include "core/log.h"
 #include "collector/step_census.h"
-#include "collector/step_marker.h"
+#include "core/step_marker.h"
 
 namespace nb {
 
-Collector::Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
-                     OutputContext context, DeviceTracer* tracer, CollectorHooks hooks)
-    : options_(options),
-      registry_(registry),
-      names_(names),
-      context_(std::move(context)),
-      tracer_(tracer && tracer->running() ? tracer : nullptr),
-      hooks_(std::move(hooks)),
-      session_(SessionLimits{options.trace_max_events, options.mem_max_entries}),
-      stacks_(hooks_.stacks),
-      order_join_on_(context_.join_mode == "order"),
-      order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options.cupti_flush_ms) * 1000000ull}) {
-  schedule_ = Schedule{options.skip_first, options.wait, options.warmup, options.active, options.repeat};
-  const StepMarker marker = step_marker_for(options.step, options.active != 0);
-  capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
-  if (marker.kind == StepMarker::Kind::Time) time_step_ns_ = marker.ns;
-  const bool trigger = options.trigger == "signal";
-  toggle_ = trigger && options.active == 0 && !capture_range_;
-  // Windows of their own (<prefix>.w<N>.*) with a schedule, a capture range
-  // or a trigger; otherwise the whole run is one recording, as before.
-  windowed_ = options.active != 0 || capture_range_ || trigger;
-  armed_ = !trigger;  // a trigger waits for its signal
-  if (windowed_) feed_ = std::make_shared<MemoryFeed>(options.mem_max_entries);
+namespace {
+
+formats::SortKey sort_key(TableSort s) {
+  switch (s) {
+    case TableSort::Host: return formats::SortKey::HostTotal;
+    case TableSort::Calls: return formats::SortKey::Calls;
+    case TableSort::Name: return formats::SortKey::Name;
+    case TableSort::Device: break;
+  }
+  return formats::SortKey::DeviceTotal;
 }
 
-bool Collector::start(std::function<void()> on_thread_start) {
+// What one record costs the calling thread, without the call itself: the
+// ring slot, clearing it, two timestamps, publishing. Measured once, for the
+// table's estimate of nb's own overhead.
+double measure_record_cost_ns() {
+  constexpr uint32_t kSlots = 4096;
+  std::vector<Record> slots(kSlots);
+  Ring ring(slots.data(), kSlots);
+  const uint64_t t0 = monotonic_ns();
+  for (uint32_t i = 0; i < kSlots - 1; ++i) {
+    Record* r = ring.reserve();
+    if (r == nullptr) break;
+    clear_record(r);
+    r->start = now_ticks();
+    r->end = now_ticks();
+    ring.publish();
+  }
+  return static_cast<double>(monotonic_ns() - t0) / (kSlots - 1);
+}
+
+}  // namespace
+
+std::unique_ptr<Recorder> make_recorder(const RecorderSetup& setup, Host& host) {
+  return std::make_unique<Collector>(setup, host);
+}
+
+Collector::Collector(const RecorderSetup& setup, Host& host)
+    : settings_(*setup.settings),
+      options_(settings_.options),
+      registry_(*setup.registry),
+      names_(*setup.names),
+      control_(*setup.control),
+      host_(host),
+      session_(SessionLimits{options_.trace_max_events, options_.mem_max_entries}),
+      stacks_(StackOrigins{setup.own_code_begin, setup.own_code_end, setup.python}),
+      order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options_.cupti_flush_ms) * 1000000ull}) {
+  context_.prefix = settings_.prefix;
+  context_.pid = settings_.pid;
+  context_.program = settings_.program;
+  context_.overwrite = options_.overwrite;
+  context_.table_rows = options_.table_rows;
+  context_.table_sort = sort_key(options_.table_sort);
+  context_.debug_args = options_.log <= LogLevel::Debug;
+  context_.record_cost_ns = measure_record_cost_ns();
+  if (!options_.device) context_.device_note = "NB_DEVICE=0";
+
+  schedule_ = Schedule{options_.skip_first, options_.wait, options_.warmup, options_.active, options_.repeat};
+  const StepMarker& marker = settings_.step;
+  capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
+  if (marker.kind == StepMarker::Kind::Time) time_step_ns_ = marker.ns;
+  const bool trigger = options_.trigger == Trigger::Signal;
+  toggle_ = trigger && options_.active == 0 && !capture_range_;
+  // Windows of their own (<prefix>.w<N>.*) with a schedule, a capture range
+  // or a trigger; otherwise the whole run is one recording.
+  windowed_ = options_.active != 0 || capture_range_ || trigger;
+  armed_ = !trigger;  // a trigger waits for its signal
+  if (windowed_) feed_ = std::make_shared<MemoryFeed>(options_.mem_max_entries);
+}
+
+bool Collector::start_device(std::string& why) {
+  // Started on the first CUDA call, before the call proceeds, so that no
+  // kernel runs unobserved.
+  auto* tracer = new DeviceTracer(names_);  // never destroyed: CUPTI may call it after finish()
+  if (!tracer->load(options_.cupti_lib, why) || !tracer->claim(why) ||
+      !tracer->enable(DeviceTracerConfig{options_.cupti_buffers_mb << 20}, why)) {
+    context_.device_note = why;
+    log::warn("device time not recorded: " + why + "; host calls and memory still are");
+    return false;
+  }
+  tracer_ = tracer;
+  context_.device_traced = true;
+  context_.join_mode = options_.cupti_join;
+  order_join_on_ = options_.cupti_join == CuptiJoin::Order;
+  log::debug("device time through " + tracer_->api().path + ", join: " + choice_name(context_.join_mode));
+  return true;
+}
+
+void Collector::resume_device() {
+  if (tracer_) tracer_->resume();
+}
+
+void Collector::hand_over_device() {
+  if (tracer_) tracer_->hand_over();
+}
+
+bool Collector::start() {
   start_anchor_ = read_anchor();
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   bool ok = true;
   try {
-    thread_ = std::thread([this, on_thread_start] {
-      if (on_thread_start) on_thread_start();
+    thread_ = std::thread([this] {
+      host_.own_thread();
       run();
     });
   } catch (...) {
@@ -179,7 +253,7 @@ void Collector::take_device_records(OrderJoin::Pass pass) {
 }
 
 uint64_t Collector::dropped() const {
-  uint64_t d = registry_.failed_acquires() + (hooks_.extra_dropped ? hooks_.extra_dropped() : 0);
+  uint64_t d = registry_.failed_acquires() + control_.lost_at_start.load(std::memory_order_relaxed);
   const_cast<ThreadRegistry&>(registry_).for_each([&](ThreadSlot& s) { d += s.ring.dropped(); });
   return d;
 }
@@ -199,13 +273,11 @@ void Collector::run() {
       // not fill up and stall accounting).
       ++failed_passes_;
     }
-    if (hooks_.pending_signal) {
-      if (const int sig = hooks_.pending_signal()) {
-        // Out of the loop and the lock: on_signal calls finish(), which
-        // takes the lock, on this thread.
-        if (hooks_.on_signal) hooks_.on_signal(sig);
-        return;
-      }
+    if (const int sig = control_.exit_signal.load(std::memory_order_relaxed)) {
+      // Out of the loop and the lock: the shim calls finish(), which takes
+      // the lock, on this thread.
+      host_.exit_signal(sig);
+      return;
     }
     lock.lock();
     const auto pause = drain_pause(n, frames_drained_, registry_.capacity(), registry_.frame_capacity());
@@ -234,7 +306,7 @@ void Collector::finish() {
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): let the
     // device finish, force out the last buffers, stop CUPTI.
-    if (hooks_.synchronize && !hooks_.synchronize()) {
+    if (!synchronize_devices(host_, std::chrono::seconds(5))) {
       context_.notes.push_back("The device was still busy 5 s after exit began: work it had not finished is not in the outputs");
     }
     tracer_->flush(true);
@@ -252,7 +324,7 @@ void Collector::finish() {
       // A schedule that never got going: say why, not nothing.
       const uint64_t ended = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
       log::warn("no recording window was reached (" + std::to_string(ended) + " steps ended; NB_STEP=" +
-                (options_.step.empty() ? std::string("sync") : options_.step) +
+                step_text() +
                 "): no files written. `nbprof steps -- COMMAND` lists markers that recur");
     }
     return;
@@ -290,7 +362,7 @@ OutputContext Collector::current_context() {
                           "nb handed CUPTI over to it");
     }
   }
-  if (hooks_.devices) ctx.devices = hooks_.devices();
+  ctx.devices = query_devices(host_);
 
   // The second anchor for the tick → time map: at least 20 ms after the
   // first so that the TSC's rate is known to a few parts per million.
@@ -303,7 +375,7 @@ OutputContext Collector::current_context() {
   ctx.dropped = dropped();
   uint64_t in_rings = 0;
   registry_.for_each([&](ThreadSlot& slot) { in_rings += slot.ring.dropped(); });
-  const uint64_t at_start = hooks_.extra_dropped ? hooks_.extra_dropped() : 0;
+  const uint64_t at_start = control_.lost_at_start.load(std::memory_order_relaxed);
   if (in_rings) ctx.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
   if (at_start) ctx.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
   if (registry_.failed_acquires()) ctx.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));

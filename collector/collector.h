@@ -1,11 +1,11 @@
 // The collector thread: drains every thread's ring every few milliseconds
 // into the Session, and when recording ends (at exit) drains the rest and
-// writes the outputs. The only thread that does I/O for the shim.
+// writes the outputs. The only thread that does I/O for the shim. It is the
+// shim's Recorder (core/recorder.h).
 #pragma once
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -13,52 +13,31 @@
 #include <thread>
 
 #include "collector/device_tracer.h"
-#include "collector/name_table.h"
-#include "collector/options.h"
+#include "core/name_table.h"
+#include "core/recorder.h"
 #include "collector/order_join.h"
 #include "collector/output.h"
 #include "collector/schedule.h"
 #include "collector/session.h"
 #include "collector/stack_cost.h"
 #include "collector/stack_table.h"
-#include "collector/thread_registry.h"
+#include "core/thread_registry.h"
 
 namespace nb {
 
-// What the collector needs from the CUDA side at the end of recording.
-struct CollectorHooks {
-  std::function<bool()> synchronize;  // wait for the device before the final flush; false: timed out
-  std::function<std::vector<formats::DeviceProperties>()> devices;
-  std::function<uint64_t()> extra_dropped;  // records the shim lost before they reached a ring
-  StackSources stacks;                      // naming the frames of NB_STACKS
-  // A terminating signal the program left at its default action arrived
-  // (0 = none): polled every pass; the collector thread then stops and
-  // calls on_signal, which writes the outputs and ends the process.
-  std::function<int()> pending_signal;
-  std::function<void(int)> on_signal;
-  // Recording windows (collector/windows.cpp), all optional:
-  // NB_STEP=time:D: end the current step now; returns the step that ended.
-  std::function<uint32_t()> advance_step;
-  // NB_TRIGGER=signal: armed since last asked? (the step and tick at arming)
-  std::function<bool(uint64_t& step, uint64_t& tick)> take_arming;
-  // NB_TRIGGER=signal without a schedule: a second signal ends the window.
-  std::function<bool()> take_disarm;
-  // Nothing left to record (until armed again): hooks pass straight through.
-  std::function<void()> go_dormant;
-};
-
-class Collector {
+class Collector final : public Recorder {
  public:
-  // `tracer` may be null or not running (no device time).
-  Collector(const Options& options, ThreadRegistry& registry, NameTable& names,
-            OutputContext context, DeviceTracer* tracer = nullptr, CollectorHooks hooks = {});
+  Collector(const RecorderSetup& setup, Host& host);
 
+  bool start_device(std::string& why) override;
+  const CuptiApi* cupti() const override { return tracer_ ? &tracer_->api() : nullptr; }
   // Spawns the thread (all signals blocked in it, so the program's handlers
   // keep running on the program's threads). Returns false if it could not.
-  bool start(std::function<void()> on_thread_start = {});
-  // Stops the thread, drains what is left, writes the files, prints the table
-  // and where the files are. Idempotent; safe if start() never ran.
-  void finish();
+  bool start() override;
+  // Safe if start() never ran.
+  void finish() override;
+  void resume_device() override;
+  void hand_over_device() override;
 
   // One pass over all rings (the thread's loop body; tests call it).
   size_t drain_once();
@@ -104,6 +83,8 @@ class Collector {
   OutputContext current_context();
   void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt  // context_ with the figures of now (clock, drops, names)
   uint64_t memory_limit() const;
+  // NB_STEP as the user reads it in messages ("sync" when not given).
+  std::string step_text() const { return options_.step.spec.empty() ? "sync" : options_.step.spec; }
 
   bool windowed_ = false;      // else the whole run is one window (session_), plain file names
   bool capture_range_ = false; // NB_STEP=profiler-api
@@ -133,12 +114,14 @@ class Collector {
   std::vector<DeviceRecord> retry_device_;  // no window known yet: tried again after the next drain
   std::map<uint32_t, std::string> thread_names_;  // for the windows' thread names
 
-  const Options options_;
+  const Settings& settings_;
+  const Options& options_;
   ThreadRegistry& registry_;
   NameTable& names_;
+  Control& control_;
+  Host& host_;
   OutputContext context_;
-  DeviceTracer* tracer_;
-  CollectorHooks hooks_;
+  DeviceTracer* tracer_ = nullptr;  // device time (start_device); never destroyed: CUPTI may call it late
   std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
   StackTable stacks_;
@@ -148,7 +131,7 @@ class Collector {
   ClockAnchor start_anchor_;  // with the one taken at finish: ticks → epoch
   // Join mode "order": ticks → monotonic ns meanwhile, fitted once a pass;
   // when the rings were last drained (monotonic ns).
-  const bool order_join_on_;
+  bool order_join_on_ = false;
   TimeMap pass_map_;
   uint64_t drained_ns_ = 0;
   uint64_t in_call_ns_ = UINT64_MAX;  // earliest start of a device-work call in flight at that drain

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "collector/clock.h"
-#include "collector/demangle.h"
+#include "core/clock.h"
+#include "core/demangle.h"
 
 namespace nb {
 
@@ -68,6 +68,23 @@ const char* copy_kind_name(uint8_t k) {
 
 bool DeviceTracer::load(const std::string& cupti_lib, std::string& why) {
   return load_cupti(cupti_lib, api_, why);
+}
+
+namespace {
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+}  // namespace
+
+bool DeviceTracer::claim(std::string& why) {
+  CUpti_SubscriberHandle probe = nullptr;
+  const CUptiResult r = api_.cuptiSubscribe(&probe, ignore_callback, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    why = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+              ? "CUPTI is already used by another tool in this process (a profiler?)"
+              : "cuptiSubscribe: " + api_.error(r);
+    return false;
+  }
+  api_.cuptiUnsubscribe(probe);
+  return true;
 }
 
 bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {

@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/cupti_api.h"
+#include "core/cupti_api.h"
 #include "collector/device_record.h"
-#include "collector/name_table.h"
+#include "core/name_table.h"
 
 namespace nb {
 
@@ -36,6 +36,11 @@ class DeviceTracer {
 
   // Loads CUPTI (NB_CUPTI_LIB or the usual places). Nothing is enabled yet.
   bool load(const std::string& cupti_lib, std::string& why);
+  // CUPTI (before 13.2) allows one subscriber per process, and its activity
+  // callbacks are process-wide: if a profiler (nsys, another tool) already
+  // holds it, stay out of its way before touching anything. False (with
+  // `why`) when CUPTI is taken.
+  bool claim(std::string& why);
   // Registers the clock and buffers and enables activity. False (with `why`)
   // leaves CUPTI off.
   bool enable(const DeviceTracerConfig& config, std::string& why);

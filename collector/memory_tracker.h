@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/clock.h"
-#include "collector/record.h"
+#include "core/clock.h"
+#include "core/record.h"
 #include "formats/snapshot_model.h"
 
 namespace nb {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "collector/options.h"
+#include "core/options.h"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--check") == 0) {

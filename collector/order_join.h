@@ -1,8 +1,7 @@
 // Join mode "order" (the default): device work reaches its host call
 // through the order of CUPTI's correlation ids, with no CUPTI work per call.
 //
-// What real CUPTI does (measured on the H200, docs/gpu-validation.md,
-// 2026-12-01): with only kernel / copy / set activity enabled, every device
+// What real CUPTI does (measured on the H200, docs/gpu-validation.md): with only kernel / copy / set activity enabled, every device
 // record carries a correlation id, and the ids are handed out in the order
 // the calls that made the work entered the driver: 1, 2, 3 ... over those
 // calls alone. A call's id is taken while its hook's interval is open, so
@@ -45,7 +44,7 @@
 #include <vector>
 
 #include "collector/device_record.h"
-#include "collector/record.h"
+#include "core/record.h"
 
 namespace nb {
 

@@ -13,8 +13,8 @@
 
 #include "collector/device_record.h"
 #include "collector/memory_tracker.h"
-#include "collector/record.h"
-#include "shim/api.h"
+#include "core/record.h"
+#include "core/api.h"
 
 namespace nb {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "collector/frame_ring.h"
+#include "core/frame_ring.h"
 
 namespace nb {
 namespace {

@@ -33,9 +33,7 @@ std::string base_name(const std::string& path) {
 uint32_t StackTable::intern(const uint64_t* native, uint32_t n_native, const uint64_t* python, uint32_t n_python) {
   // The hook and the capture itself sit on top of every native stack.
   uint32_t skip = 0;
-  if (sources_.is_own_pc) {
-    while (skip < n_native && sources_.is_own_pc(native[skip])) ++skip;
-  }
+  while (skip < n_native && native[skip] >= origins_.own_begin && native[skip] < origins_.own_end) ++skip;
   native += skip;
   n_native -= skip;
   if (n_native == 0 && n_python == 0) return 0;
@@ -97,7 +95,7 @@ std::vector<formats::Stack> StackTable::symbolize() const {
     auto it = code_names.find(code);
     if (it == code_names.end()) {
       std::string file, function;
-      if (!sources_.python_code_info || !sources_.python_code_info(code, file, function)) {
+      if (origins_.python == nullptr || !origins_.python->names(code, file, function)) {
         file = "<python>";
         function = "??";
       }
@@ -117,7 +115,7 @@ std::vector<formats::Stack> StackTable::symbolize() const {
     // are left out, the rest of the native stack stays around them.
     bool python_placed = r.python == 0;
     for (uint32_t i = 0; i < r.native; ++i) {
-      if (sources_.is_python_eval_pc && sources_.is_python_eval_pc(native[i])) {
+      if (origins_.python != nullptr && origins_.python->is_eval_pc(native[i])) {
         if (!python_placed) {
           for (uint32_t k = 0; k < r.python; ++k) stack.push_back(python_frame(python[k]));
           python_placed = true;

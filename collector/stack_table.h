@@ -4,26 +4,25 @@
 // per distinct address (Symbolizer), never on the program's threads.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/python_codes.h"
 #include "formats/snapshot_model.h"
 
 namespace nb {
 
-// What the shim knows that the collector needs to name frames.
-struct StackSources {
-  std::function<bool(uint64_t)> is_own_pc;          // the recorder's own frames, cut from the top
-  std::function<bool(uint64_t)> is_python_eval_pc;  // where Python frames go among native ones
-  std::function<bool(uint32_t, std::string&, std::string&)> python_code_info;  // id → file, function
+// Where a stack's frames come from, beyond the program's own modules.
+struct StackOrigins {
+  uint64_t own_begin = 0, own_end = 0;  // the recorder's own code: its frames are cut from the top
+  const PythonCodes* python = nullptr;  // Python frames' names, and where they go among native ones
 };
 
 class StackTable {
  public:
-  explicit StackTable(StackSources sources = {}, size_t max_stacks = size_t(1) << 20)
-      : sources_(std::move(sources)), max_stacks_(max_stacks) {}
+  explicit StackTable(StackOrigins origins = {}, size_t max_stacks = size_t(1) << 20)
+      : origins_(origins), max_stacks_(max_stacks) {}
 
   // `native`: return addresses, innermost first (the recorder's own frames
   // still on top); `python`: encoded Python frames, innermost first. Returns
@@ -40,7 +39,7 @@ class StackTable {
   struct Ref {
     uint32_t begin, native, python;
   };
-  StackSources sources_;
+  StackOrigins origins_;
   size_t max_stacks_;
   std::vector<uint64_t> arena_;          // all stacks' entries, back to back
   std::vector<Ref> offsets_;             // id - 1 → where in arena_

@@ -1,6 +1,6 @@
 #include "collector/step_census.h"
 
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 
 #include <algorithm>
 #include <cctype>

@@ -21,7 +21,7 @@ struct CensusEvent {
 
 // The table, best candidate first (max_rows rows; 0 = all), then one line
 // "suggested: NB_STEP='...'". Every kernel regex offered has been checked
-// as the shim matches it (POSIX extended, collector/kernel_regex.h) to match its kernel and no other
+// as the shim matches it (POSIX extended, core/kernel_regex.h) to match its kernel and no other
 // kernel name in `events`.
 std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows);
 

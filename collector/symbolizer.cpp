@@ -1,8 +1,8 @@
 #include "collector/symbolizer.h"
 
-#include "collector/demangle.h"
-#include "collector/log.h"
-#include "collector/private_libs.h"
+#include "core/demangle.h"
+#include "core/log.h"
+#include "core/private_libs.h"
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>  // types and prototypes only: libdw is dlopen'ed, never linked

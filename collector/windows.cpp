@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "collector/clock.h"
+#include "core/clock.h"
 #include "collector/collector.h"
-#include "collector/log.h"
+#include "core/log.h"
 
 namespace nb {
 
@@ -193,9 +193,9 @@ uint64_t Collector::memory_limit() const {
 void Collector::check_arming() {
   // Before the pass drains: records of the arming step are routed with
   // the arming known.
-  if (!hooks_.take_arming) return;
-  uint64_t step = 0, tick = 0;
-  if (!hooks_.take_arming(step, tick)) return;
+  if (!control_.armed.exchange(false, std::memory_order_acquire)) return;
+  const uint64_t step = control_.arm_step.load(std::memory_order_relaxed);
+  const uint64_t tick = control_.arm_tick.load(std::memory_order_relaxed);
   armed_ = true;
   // A schedule counts whole steps. The signal comes while the program is
   // somewhere in a step (or still setting up before its first), and a
@@ -215,19 +215,19 @@ void Collector::check_arming() {
 }
 
 void Collector::service_windows() {
-  if (toggle_ && armed_ && hooks_.take_disarm && hooks_.take_disarm()) {
+  if (toggle_ && armed_ && control_.arm_request.exchange(false)) {
     // The window ends now; no more records are made once dormant.
-    if (hooks_.go_dormant) hooks_.go_dormant();
+    host_.go_dormant();
     Window& w = window(window_base_ + 1, 1);
     w.complete = true;
     w.end_tick = now_ticks();
     w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
   }
-  if (time_step_ns_ != 0 && armed_ && hooks_.advance_step) {
+  if (time_step_ns_ != 0 && armed_) {
     const uint64_t now = monotonic_ns();
     if (next_time_step_ns_ == 0) next_time_step_ns_ = now + time_step_ns_;
     while (now >= next_time_step_ns_) {
-      const uint32_t ended = hooks_.advance_step();
+      const uint32_t ended = control_.step.fetch_add(1, std::memory_order_relaxed);
       note_step_end(ended, now_ticks(), static_cast<uint32_t>(context_.pid));
       next_time_step_ns_ += time_step_ns_;
     }
@@ -299,7 +299,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
                         (ctx.steps.empty() ? std::string(" (no step ended: does NB_STEP match? `nbprof steps` lists markers)")
                                            : std::string()));
   }
-  if (options_.trigger == "signal") {
+  if (options_.trigger == Trigger::Signal) {
     ctx.notes.push_back("Armed by SIGUSR2: allocations and frees made while nb was dormant are not in the snapshot");
   }
   if (toggle_) {
@@ -307,7 +307,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   } else {
     ctx.notes.push_back("Window " + std::to_string(n) + ": steps " + std::to_string(w.first_active) + " to " +
                         std::to_string(w.first_active + (count ? count - 1 : 0)) + " (NB_STEP " +
-                        (options_.step.empty() ? std::string("sync") : options_.step) + ")");
+                        step_text() + ")");
   }
   // A window the program exited in before any of its steps ended holds only
   // the tail of the run (the calls after the last step): not worth a set of
@@ -336,7 +336,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     // CUPTI first: the thread that arms again resumes it (shim/state.cpp),
     // and must not find it paused after.
     if (tracer_) tracer_->pause();
-    if (hooks_.go_dormant) hooks_.go_dormant();
+    host_.go_dormant();
   }
 }
 

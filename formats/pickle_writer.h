@@ -1,6 +1,6 @@
 // A minimal pickler for the memory snapshot. MemoryViz (pytorch.org/memory_viz)
 // has its own JavaScript unpickler that accepts protocol 2-4 and only a short
-// list of opcodes (shared/notes/formats.md); this writer emits nothing else,
+// list of opcodes (test/tools/nbread.py lists them); this writer emits nothing else,
 // so a file that Python's pickle loads is also one the viewer reads.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Plain data for the memory snapshot writer: the dict that
-// torch.cuda.memory._dump_snapshot() writes (shared/notes/formats.md), in a
+// torch.cuda.memory._dump_snapshot() writes (torch/cuda/memory.py), in a
 // form the collector can fill without Python. Stacks are shared: entries refer
 // to them by index, and the writer stores each distinct stack once.
 #pragma once

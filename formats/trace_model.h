@@ -9,7 +9,7 @@
 
 namespace nb::formats {
 
-// Kineto's event categories (shared/notes/formats.md); HTA and Perfetto key
+// Kineto's event categories (the "cat" of its Chrome traces); HTA and Perfetto key
 // on these exact strings.
 enum class Category : uint8_t {
   CudaRuntime,

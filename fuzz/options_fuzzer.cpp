@@ -1,4 +1,4 @@
-// collector/options.h, three ways over one input:
+// core/options.h, three ways over one input:
 // 1. the input as an environment: "NAME=VALUE" lines (unknown names ignored);
 // 2. the input (up to its first NUL) as the value of each NB_* variable in
 //    turn, then of all of them at once;
@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-#include "collector/options.h"
-#include "collector/step_marker.h"
+#include "core/options.h"
+#include "core/step_marker.h"
 #include "fuzz/fuzz_support.h"
 
 using nbfuzz::shown;

@@ -1,5 +1,5 @@
 // A strict reader for what formats/pickle_writer.h may emit: protocol 4, the
-// opcodes MemoryViz accepts (shared/notes/formats.md) and of those only the
+// opcodes MemoryViz accepts (test/tools/nbread.py) and of those only the
 // ones the writer uses; anything else, a truncated argument, a MARK out of
 // place, a memo index never stored, invalid UTF-8, bytes after STOP or more
 // than one object left is an error. Python's loader is not usable in-process;

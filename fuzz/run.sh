@@ -50,7 +50,7 @@ fi
 # nb's pure sources go into one archive, so each target links only what it uses.
 nb_sources=(formats/text_encoding.cpp formats/chrome_trace.cpp formats/pickle_writer.cpp
             formats/memory_snapshot.cpp formats/stack_text.cpp formats/ranking_table.cpp
-            collector/options.cpp collector/step_marker.cpp collector/kernel_regex.cpp collector/step_census.cpp)
+            core/options.cpp core/step_marker.cpp core/kernel_regex.cpp collector/step_census.cpp)
 mkdir -p "$build"
 {
   echo "cxx = $cxx"

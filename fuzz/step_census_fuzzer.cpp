@@ -12,15 +12,15 @@
 // - it ends with "suggested: NB_STEP='...'", and that value is one NB_STEP
 //   accepts (parse_step_marker), naming an NVTX range that was seen, or a
 //   kernel regex that matches exactly one of the kernel names seen, as the
-//   shim would match it (collector/kernel_regex.h), or a fallback;
+//   shim would match it (core/kernel_regex.h), or a fallback;
 // - above that line, names are shown for a terminal: valid UTF-8 and no
 //   control characters.
 #include <memory>
 #include <set>
 
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 #include "collector/step_census.h"
-#include "collector/step_marker.h"
+#include "core/step_marker.h"
 #include "fuzz/fuzz_support.h"
 
 using nb::CensusEvent;

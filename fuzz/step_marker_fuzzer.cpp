@@ -1,8 +1,8 @@
-// collector/step_marker.h: the whole input is an NB_STEP value (up to its
+// core/step_marker.h: the whole input is an NB_STEP value (up to its
 // first NUL, as an environment variable would be).
 // - parse_step_marker never throws; it says why when it refuses, and only then;
 // - kernel:REGEX is accepted only if it compiles the way the shim compiles it
-//   at start-up (collector/kernel_regex.h), and it then searches a few kernel
+//   at start-up (core/kernel_regex.h), and it then searches a few kernel
 //   names without trouble, in the C locale and in C.UTF-8;
 // - launches:N keeps N exactly (no sign, no wrap-around, no clamping);
 // - time:DURATION agrees with the number times the unit, within rounding;
@@ -10,8 +10,8 @@
 #include <cmath>
 #include <memory>
 
-#include "collector/kernel_regex.h"
-#include "collector/step_marker.h"
+#include "core/kernel_regex.h"
+#include "core/step_marker.h"
 #include "fuzz/fuzz_support.h"
 
 using nb::StepMarker;
@@ -126,7 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   for (bool scheduled : {false, true}) {
-    const StepMarker used = nb::step_marker_for(spec, scheduled);
+    // A refused value is the default (no marker), as the option parser uses it.
+    const StepMarker used = nb::step_marker_for(ok ? m : StepMarker{}, scheduled);
     const StepMarker::Kind want = ok && m.kind != StepMarker::Kind::None ? m.kind
                                   : scheduled                            ? StepMarker::Kind::Sync
                                                                          : StepMarker::Kind::None;

@@ -10,14 +10,13 @@
 #include <cstdlib>
 
 #include "shim/real_functions.h"
-#include "shim/state.h"
 
 namespace nb::shim {
 
 namespace {
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-std::atomic<int> g_pending{0};
+std::atomic<bool (*)()> g_outputs_to_write{nullptr};
 // A signal the program sends to its process group (or to every process):
 // the collector writes but does not die, then the program's own kill goes
 // out to the whole group, this process included.
@@ -57,7 +56,7 @@ void restore_default(int sig) {
 // Async-signal-safe: an atomic store, or sigaction and raise.
 void on_exit_signal(int sig) {
   int none = 0;
-  if (!g_pending.compare_exchange_strong(none, sig)) {
+  if (!g_control.exit_signal.compare_exchange_strong(none, sig)) {
     // Second signal: no more waiting. The signal is blocked inside its own
     // handler, so it lands (with the default action) when this returns.
     restore_default(sig);
@@ -80,7 +79,8 @@ bool is_exit_signal(int sig) {
 // reaches everyone; otherwise the collector writes and dies of it (die_of).
 // Only async-signal-safe calls: the program may be inside its own handler.
 void before_self_signal(int sig, bool group) {
-  if (!is_exit_signal(sig) || !outputs_to_write()) return;
+  bool (*outputs_to_write)() = g_outputs_to_write.load();
+  if (!is_exit_signal(sig) || outputs_to_write == nullptr || !outputs_to_write()) return;
   const int saved_errno = errno;
   struct sigaction cur {};
   sigset_t blocked;
@@ -91,7 +91,7 @@ void before_self_signal(int sig, bool group) {
     // Said before the signal is handed over: the collector reads it after.
     if (group) g_write_only.store(true);
     int none = 0;
-    if (g_pending.compare_exchange_strong(none, sig)) {
+    if (g_control.exit_signal.compare_exchange_strong(none, sig)) {
       for (int i = 0; i < 3000 && !(group && g_written.load()); ++i) usleep(10000);
     } else if (group) {
       g_write_only.store(false);  // a signal from outside came first: it is handled as such
@@ -108,7 +108,8 @@ bool signals_self_among_others(pid_t pid) {
 
 }  // namespace
 
-void install_exit_signals() {
+void install_exit_signals(bool (*outputs_to_write)()) {
+  g_outputs_to_write.store(outputs_to_write);
   for (int sig : kSignals) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0) continue;
@@ -124,8 +125,6 @@ void install_exit_signals() {
   }
 }
 
-int pending_exit_signal() { return g_pending.load(std::memory_order_relaxed); }
-
 bool exit_signal_write_only() { return g_write_only.load(); }
 void exit_signal_written() { g_written.store(true); }
 
@@ -136,7 +135,7 @@ int release_exit_signals() {
       restore_default(sig);
     }
   }
-  return g_pending.exchange(0);
+  return g_control.exit_signal.exchange(0);
 }
 
 void die_of(int sig) {

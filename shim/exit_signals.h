@@ -5,11 +5,15 @@
 // again, so the process ends with the same status as without nb. A second
 // signal while the files are written ends the process at once.
 #pragma once
+#include "core/control.h"
 
 namespace nb::shim {
 
-void install_exit_signals();  // when recording starts
-int pending_exit_signal();    // 0 = none; polled by the collector
+// When recording starts. A signal that comes is left in
+// g_control.exit_signal for the collector to act on. `outputs_to_write`
+// tells, when the program is about to signal itself, whether files would
+// be written (a recorder runs): only then is its signal held back.
+void install_exit_signals(bool (*outputs_to_write)());
 // The pending signal came from the program's own kill to its process group
 // (or to all): the collector writes, calls exit_signal_written(), and lets
 // the program's kill do the rest instead of dying first.

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "shim/api.h"
+#include "core/api.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
 

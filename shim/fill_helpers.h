@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "collector/record.h"
+#include "core/record.h"
 
 namespace nb::shim {
 

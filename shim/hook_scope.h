@@ -6,24 +6,15 @@
 // hook runs, a driver hook of the same kind on that thread does not make its
 // own record but adds what it knows (the CUfunction's name) to the runtime's.
 #pragma once
-#include <emmintrin.h>
-
-#include "collector/clock.h"
-#include "collector/record.h"
+#include "core/clock.h"
+#include "core/record.h"
+#include "core/ring.h"
 #include "shim/stack_capture.h"
 #include "shim/state.h"
 #include "shim/steps.h"
 #include "shim/thread_state.h"
 
 namespace nb::shim {
-
-// Zeroes a record with eight 16-byte stores (a memset of 128 bytes becomes
-// `rep stos`, whose start-up cost is most of the price of a short call).
-inline void clear_record(Record* r) {
-  auto* p = reinterpret_cast<__m128i*>(r);
-  const __m128i z = _mm_setzero_si128();
-  for (int i = 0; i < 8; ++i) _mm_store_si128(p + i, z);
-}
 
 class HookScope {
  public:
@@ -101,7 +92,7 @@ class HookScope {
     r->api = api;
     r->kind = kind;
     r->device = -1;
-    r->step = g_step.load(std::memory_order_relaxed);
+    r->step = g_control.step.load(std::memory_order_relaxed);
     return r;
   }
 

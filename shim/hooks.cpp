@@ -4,8 +4,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "collector/record.h"
-#include "shim/api.h"
+#include "core/record.h"
+#include "core/api.h"
 #include "shim/fill_helpers.h"
 #include "shim/hook_entries.h"
 #include "shim/hook_scope.h"

@@ -1,5 +1,4 @@
-// The two look-up paths that LD_PRELOAD alone does not catch
-// (shared/notes/interception.md):
+// The two look-up paths that LD_PRELOAD alone does not catch:
 //  - dlsym(handle, "cu…") on a libcuda handle the runtime opened itself;
 //  - cuGetProcAddress[_v2], which CUDA 11.3+ runtimes use for nearly every
 //    driver function, after first asking it for cuGetProcAddress itself.
@@ -11,7 +10,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "shim/api.h"
+#include "core/api.h"
 #include "shim/hook_entries.h"
 #include "shim/real_functions.h"
 #include "shim/state.h"

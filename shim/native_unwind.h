@@ -4,7 +4,7 @@
 // frame rules (eh_frame_rules.h) that is small and dense, where libunwind's
 // is 256 KiB spread over 64 pages. On the H200 a stack is taken with the
 // caches cold, and each line and page a capture reads costs (docs/
-// performance.md "Ninth session"); this cache keeps a decode loop's rules in
+// performance.md); this cache keeps a decode loop's rules in
 // a few pages.
 //
 // Any frame it cannot step through by its rules (a rule of Kind::Other, a

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "collector/clock.h"
+#include "core/clock.h"
 #include "shim/hook_scope.h"
 #include "shim/runtime.h"
 #include "shim/steps.h"
@@ -59,7 +59,7 @@ uint32_t name_id(const char* name) {
 
 OpenRange open(const char* name) {
   if (!recording()) return OpenRange{0, 0, 0};
-  return OpenRange{name_id(name), g_step.load(std::memory_order_relaxed), now_ticks()};
+  return OpenRange{name_id(name), g_control.step.load(std::memory_order_relaxed), now_ticks()};
 }
 
 void close(const OpenRange& o) {

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -32,10 +31,15 @@ namespace {
 
 constexpr uint32_t kRetryEvery = 1024;
 
+// Made on first use, never destroyed: the collector may read it from an
+// exit handler.
+PythonCodes& codes() {
+  static auto* c = new PythonCodes;
+  return *c;
+}
+
 PyApi g_api_storage;  // written once, before g_api publishes it
 std::atomic<const PyApi*> g_api{nullptr};
-std::atomic<uintptr_t> g_eval_begin{0};  // [begin, end) of _PyEval_EvalFrameDefault
-std::atomic<uintptr_t> g_eval_end{0};
 
 std::mutex g_resolve_mutex;
 bool g_tried = false;                  // under g_resolve_mutex
@@ -132,8 +136,7 @@ void find_eval_range(void* h) {
     return;
   }
   const auto begin = reinterpret_cast<uintptr_t>(eval);
-  g_eval_begin.store(begin, std::memory_order_relaxed);
-  g_eval_end.store(begin + sym->st_size, std::memory_order_relaxed);
+  codes().set_eval_range(begin, begin + sym->st_size);
 }
 
 const PyApi* resolve() {
@@ -174,26 +177,9 @@ inline const PyApi* api() {
 
 std::atomic<uint64_t> g_unknown{0};
 
-// Names for the collector, id - 1 → (file, function); only grows. Never
-// destroyed: the collector may read it from an exit handler.
-struct CodeNames {
-  std::string file, function;
-};
-std::mutex g_names_mutex;
-std::deque<CodeNames>& names() {
-  static auto* n = new std::deque<CodeNames>();
-  return *n;
-}
-
 }  // namespace
 
-uint32_t add_names(std::string&& file, std::string&& function) {
-  std::lock_guard<std::mutex> lock(g_names_mutex);
-  auto& n = names();
-  if (n.size() >= kMaxCodes) return 0;
-  n.push_back(CodeNames{std::move(file), std::move(function)});
-  return static_cast<uint32_t>(n.size());
-}
+uint32_t add_names(std::string&& file, std::string&& function) { return codes().add(std::move(file), std::move(function)); }
 
 uint32_t unknown() {
   g_unknown.fetch_add(1, std::memory_order_relaxed);
@@ -224,26 +210,7 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   return python::capture_with_gil(*a, out, max);
 }
 
-bool python_code_info(uint32_t code_id, std::string& file, std::string& function) {
-  if (code_id == kUnknownPythonCode) return false;
-  try {
-    std::lock_guard<std::mutex> lock(python::g_names_mutex);
-    const auto& n = python::names();
-    if (code_id > n.size()) return false;
-    const python::CodeNames& c = n[code_id - 1];
-    file = c.file;
-    function = c.function;
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-bool is_python_eval_pc(uint64_t pc) {
-  if (python::api() == nullptr) return false;
-  return pc >= python::g_eval_begin.load(std::memory_order_relaxed) &&
-         pc < python::g_eval_end.load(std::memory_order_relaxed);
-}
+const PythonCodes& python_codes() { return python::codes(); }
 
 uint64_t python_unknown_frames() { return python::g_unknown.load(std::memory_order_relaxed); }
 

@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/python_codes.h"
+
 namespace nb::shim {
 
 // Hot path, called inside an intercepted CUDA call. Writes up to `max` entries, innermost
@@ -39,12 +41,10 @@ namespace nb::shim {
 constexpr uint64_t kPythonFrameBit = 1ull << 63;
 size_t capture_python_frames(uint64_t* out, size_t max);
 
-// Collector side, any thread, thread-safe: file and function of a code id handed out above.
-bool python_code_info(uint32_t code_id, std::string& file, std::string& function);
-
-// True if `pc` lies inside the interpreter's frame-evaluation function
-// (_PyEval_EvalFrameDefault), so native stacks can be interleaved with Python frames there.
-bool is_python_eval_pc(uint64_t pc);
+// The names of the code ids handed out above, and where the interpreter's
+// frame-evaluation function is (so that native stacks can be interleaved
+// with Python frames there): what the collector names Python frames with.
+const PythonCodes& python_codes();
 
 // The id a frame gets when its code object cannot be given one (the table of
 // code objects is full, or its names could not be read); python_code_info

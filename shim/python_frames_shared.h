@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/python_codes.h"
+
 namespace nb::shim::python {
 
 struct Layout;  // the interpreter's structures, for the path without the GIL (python_frames_layouts.h)
@@ -46,10 +48,10 @@ struct PyApi {
 // ---- Code names (python_frames.cpp) ------------------------------------------
 //
 // Both ways give a code object an id, 1-based, into one table of names that
-// the collector reads (python_code_info).
+// the collector reads (python_codes(), core/python_codes.h).
 
 // How many code objects get an id; past it, frames are kUnknownPythonCode.
-constexpr uint32_t kMaxCodes = 1u << 20;
+constexpr uint32_t kMaxCodes = PythonCodes::kMaxCodes;
 
 // A new id for these names, or 0 (the table is full, or memory is short).
 uint32_t add_names(std::string&& file, std::string&& function);

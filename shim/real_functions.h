@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "shim/api.h"
+#include "core/api.h"
 
 extern "C" {
 // The real dlsym, read by the assembly entry point (dlsym_entry.S).

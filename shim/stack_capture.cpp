@@ -1,8 +1,8 @@
 #include "shim/stack_capture.h"
 
-#include "collector/clock.h"
-#include "collector/log.h"
-#include "collector/private_libs.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/private_libs.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -23,29 +23,32 @@ bool g_own_unwinder = true;  // NB_UNWIND=nb
 using Backtrace = int (*)(void**, int);
 Backtrace g_backtrace = nullptr;
 
-uint32_t kinds_for(const std::string& which) {
+uint32_t kinds_for(StackKinds which) {
   auto bit = [](Kind k) { return 1u << static_cast<unsigned>(k); };
   const uint32_t memory = bit(Kind::Alloc) | bit(Kind::Free) | bit(Kind::VmmCreate) | bit(Kind::VmmRelease) |
                           bit(Kind::VmmMap) | bit(Kind::VmmUnmap) | bit(Kind::HostAlloc) | bit(Kind::HostFree);
   const uint32_t launch = bit(Kind::Launch) | bit(Kind::Graph);
-  if (which == "memory") return memory;
-  if (which == "launch") return launch;
-  if (which == "all") return ~0u;
+  switch (which) {
+    case StackKinds::Memory: return memory;
+    case StackKinds::Launch: return launch;
+    case StackKinds::All: return ~0u;
+    case StackKinds::None: break;
+  }
   return 0;
 }
 
 }  // namespace
 
-uint32_t init_stacks(const std::string& which, uint32_t depth, const std::string& unwinder, std::string& note) {
+uint32_t init_stacks(StackKinds which, uint32_t depth, Unwinder unwinder, std::string& note) {
   g_stack_kinds = kinds_for(which);
   if (g_stack_kinds == 0) return 0;
   g_depth = depth;
-  g_own_unwinder = unwinder != "libunwind";
+  g_own_unwinder = unwinder == Unwinder::Nb;
   // libunwind, loaded privately: linked normally (or preloaded) it would put
   // its own _Unwind_RaiseException and backtrace in front of libgcc's and
   // glibc's, and the program's C++ exceptions would go through it. Debian
   // ships no PIC static archive to link in instead, so the build bundles
-  // the shared one (collector/private_libs.h).
+  // the shared one (core/private_libs.h).
   void* h = open_private_lib("libunwind.so.8");
   if (h != nullptr) g_backtrace = reinterpret_cast<Backtrace>(real_dlsym(h, "unw_backtrace"));
   if (g_backtrace != nullptr) log::debug(std::string("native stacks through ") + lib_path(h));

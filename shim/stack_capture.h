@@ -4,7 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collector/record.h"
+#include "core/options.h"
+#include "core/record.h"
 #include "shim/thread_state.h"
 
 namespace nb::shim {
@@ -15,7 +16,7 @@ extern uint32_t g_stack_kinds;
 // Reads NB_STACKS / NB_STACK_DEPTH / NB_UNWIND, loads libunwind. Once, at start-up,
 // outside any hook. Returns the FrameRing capacity each thread needs (0 when
 // no stacks are taken); `note` says what was given up, if anything.
-uint32_t init_stacks(const std::string& which, uint32_t depth, const std::string& unwinder, std::string& note);
+uint32_t init_stacks(StackKinds which, uint32_t depth, Unwinder unwinder, std::string& note);
 
 // Out of line: only called for the kinds in g_stack_kinds.
 void capture_stack(ThreadState& t, Record* r);

@@ -7,19 +7,23 @@
 //
 // Dormant (NB_TRIGGER=signal, or every window written) passes calls through
 // like Disabled, but SIGUSR2 arms it: back to Ready (or Running, once the
-// collector exists), see shim/trigger.h.
+// recorder exists).
 //
 // Ready and Running record; every other state passes calls straight through.
-// The collector thread exists only in Running, so a program that never touches
-// CUDA gets no thread, no files and no output.
+// The recorder (its collector thread) exists only from Running on, so a
+// program that never touches CUDA gets no thread, no files and no output.
+//
+// startup.cpp: Uninit → Ready, Dormant or Disabled (settings, rings, stacks)
+// lifecycle.cpp: Ready → Running (the recorder), arming and going dormant,
+//                Stopping → Stopped (the files), a forked child
+// threads.cpp:  a thread's ring, from its first record to its exit
 #pragma once
 #include <atomic>
 #include <cstdint>
 
-namespace nb::shim {
+#include "core/control.h"
 
-void arm_if_requested();                 // shim/trigger.h
-extern std::atomic<bool> g_arm_request;  // shim/trigger.h: SIGUSR2 came
+namespace nb::shim {
 
 // Dormant and Uninit/Initializing sort first: recording() tests them with one
 // comparison on its slow path.
@@ -27,19 +31,14 @@ enum class State : int { Dormant = -1, Uninit, Initializing, Ready, Running, Sto
 
 extern std::atomic<int> g_state;
 
-void init_once();        // idempotent; reads options, sets Ready, Dormant or Disabled
-void arm_state();        // Dormant → Ready, or Running when the collector runs
-void dormant_state();    // Running or Ready → Dormant
-bool ensure_started();   // idempotent; Ready → Running (collector thread, atexit)
+void init_once();         // idempotent; reads what start-up needs, sets Ready, Dormant or Disabled
+void arm_if_requested();  // Dormant: a SIGUSR2 came → Ready, or Running once the recorder runs
+bool ensure_started();    // idempotent; Ready → Running (the recorder, its thread, atexit)
 // Idempotent; Running → Stopping → Stopped, writes files. True if this call
 // wrote them; a call while another thread writes them waits for it (at most
 // 10 s) when `wait_for_other`.
 bool finish(bool wait_for_other = true);
-
-// Whether a collector runs that would write files at exit (Running, or
-// Dormant between windows): shim/exit_signals.cpp asks before a program
-// kills itself.
-bool outputs_to_write();
+void on_fork_child();     // a forked child (without exec): Disabled
 
 extern std::atomic<bool> g_exit_handler_registered;
 void register_exit_handler();  // once, after the first recorded call returned
@@ -51,7 +50,7 @@ inline bool recording() {
   if (__builtin_expect(s <= static_cast<int>(State::Initializing), 0)) {
     if (s == static_cast<int>(State::Dormant)) {
       // Dormant: one relaxed load, the whole cost of a hook until a signal.
-      if (__builtin_expect(!g_arm_request.load(std::memory_order_relaxed), 1)) return false;
+      if (__builtin_expect(!g_control.arm_request.load(std::memory_order_relaxed), 1)) return false;
       arm_if_requested();
     } else {
       init_once();
@@ -64,5 +63,7 @@ inline bool recording() {
 inline bool disabled() {
   return g_state.load(std::memory_order_relaxed) == static_cast<int>(State::Disabled);
 }
+
+inline void set_state(State s) { g_state.store(static_cast<int>(s), std::memory_order_release); }
 
 }  // namespace nb::shim

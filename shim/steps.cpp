@@ -5,15 +5,14 @@
 #include <mutex>
 #include <string>
 
-#include "collector/demangle.h"
-#include "collector/kernel_regex.h"
-#include "collector/log.h"
-#include "shim/api.h"
+#include "core/demangle.h"
+#include "core/kernel_regex.h"
+#include "core/log.h"
+#include "core/api.h"
 #include "shim/runtime.h"
 
 namespace nb::shim {
 
-std::atomic<uint32_t> g_step{0};
 StepMarker::Kind g_step_kind = StepMarker::Kind::None;
 
 namespace {
@@ -97,7 +96,7 @@ void after_call_slow(Record& r) {
       // Steps alternate: even = outside the capture range, odd = inside.
       if (r.kind != Kind::Profiler) break;
       const bool start = std::string_view(api_info(r.api).symbol).find("Start") != std::string_view::npos;
-      const bool inside = (g_step.load(std::memory_order_relaxed) & 1u) != 0;
+      const bool inside = (g_control.step.load(std::memory_order_relaxed) & 1u) != 0;
       if (start != inside) end_step(r);  // a Start inside or a Stop outside changes nothing
       break;
     }

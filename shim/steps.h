@@ -9,12 +9,12 @@
 #include <atomic>
 #include <cstdint>
 
-#include "collector/record.h"
-#include "collector/step_marker.h"
+#include "core/control.h"
+#include "core/record.h"
+#include "core/step_marker.h"
 
 namespace nb::shim {
 
-extern std::atomic<uint32_t> g_step;
 // StepMarker::Kind of NB_STEP (None: no marker; the hot path tests this first).
 extern StepMarker::Kind g_step_kind;
 
@@ -36,7 +36,7 @@ bool nvtx_ends_step(uint32_t name_id);
 // began: the record takes the number it really ended.
 inline void end_step(Record& r) {
   r.flags |= record_flag::kStepEnd;
-  r.step = g_step.fetch_add(1, std::memory_order_relaxed);
+  r.step = g_control.step.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace nb::shim

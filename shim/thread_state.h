@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "collector/record.h"
-#include "collector/thread_registry.h"
+#include "core/record.h"
+#include "core/thread_registry.h"
 
 namespace nb::shim {
 

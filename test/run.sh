@@ -21,7 +21,7 @@ summary=$?
 echo "$main"
 lines=("$main")
 
-# Then the suites with their own builds (issue 6): the libFuzzer targets for
+# Then the suites with their own builds: the libFuzzer targets for
 # a bounded time each (NB_FUZZ_SECONDS, default 10) and the sanitizer builds.
 # NB_TEST_QUICK=1 skips both (the main suite alone, for a quick check).
 extra_status=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite under sanitizers (issue 6), in two builds of their own:
+# The test suite under sanitizers, in two builds of their own:
 #
 #   build-asan/  -Db_sanitize=address,undefined: the whole suite (fake CUDA
 #                smoke tests, unit tests, integration tests).
@@ -51,8 +51,7 @@
 #   LeakSanitizer in spawn's forked child (no exec): turned off there by
 #     spawn.cpp's __lsan_is_turned_off. GCC 12's runtime does not lock its
 #     allocator around fork; a child forked while nb's collector thread was
-#     allocating hung in the exit leak check (CI, 2026-12-01; about 1 run in
-#     40 under load).
+#     allocating hung in the exit leak check (about 1 run in 40 under load).
 #   tsan.supp: "unlock of an unlocked mutex" on std::timed_mutex, locked by
 #     try_lock_for through pthread_mutex_clocklock, which GCC 12's libtsan
 #     does not intercept (llvm/llvm-project#62623, google/sanitizers#1620).

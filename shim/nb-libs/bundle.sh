@@ -1,7 +1,7 @@
 #!/bin/sh
 # Copies the build machine's libunwind, libdw and libelf (Debian's packages)
 # into nb-libs/ next to libnb_shim.so, which opens them privately at run time
-# (collector/private_libs.h): machines without those packages, like the H200
+# (core/private_libs.h): machines without those packages, like the H200
 # image, still get fast native stacks and source lines. Their other needs
 # (liblzma, libz, libbz2, libc) are in every base system.
 #

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "shim/api.h"
+#include "core/api.h"
 #include "outputs.h"
 #include "test_support.h"
 

@@ -13,7 +13,7 @@ namespace {
 void* g_leak = nullptr;
 
 void leak_one() {
-  // The line a leak report must point at (issue 4 adds stacks).
+  // The line a leak report must point at.
   CHECK_CU(cudaMalloc(&g_leak, 3 << 20));
   manifest::call("cudaMalloc");
   manifest::alloc(reinterpret_cast<unsigned long long>(g_leak), 3 << 20);

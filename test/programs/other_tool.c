@@ -1,4 +1,4 @@
-/* Another LD_PRELOAD tool in the same process as nb (issue 6): it
+/* Another LD_PRELOAD tool in the same process as nb: it
  * interposes cuLaunchKernel and cuMemAlloc_v2 the way simple CUDA
  * interposers do (unversioned, forwarding through RTLD_NEXT), counts them,
  * and prints "other tool: launches L allocs A" at exit. */

@@ -55,7 +55,7 @@ std::string describe(const uint64_t* frames, size_t n) {
   std::string s;
   for (size_t i = 0; i < n; ++i) {
     std::string file, function;
-    if (!nb::shim::python_code_info(static_cast<uint32_t>(frames[i] >> 32) & 0x7fffffff, file, function)) {
+    if (!nb::shim::python_codes().names(static_cast<uint32_t>(frames[i] >> 32) & 0x7fffffff, file, function)) {
       file = function = "?";
     }
     s += (i ? " " : "") + file + ":" + std::to_string(static_cast<uint32_t>(frames[i])) + ":" + function;
@@ -85,7 +85,7 @@ void* probe(void*, void*) {
   void* pcs[128];
   const int depth = backtrace(pcs, 128);
   g_eval_pcs = 0;
-  for (int i = 0; i < depth; ++i) g_eval_pcs += nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(pcs[i]));
+  for (int i = 0; i < depth; ++i) g_eval_pcs += nb::shim::python_codes().is_eval_pc(reinterpret_cast<uintptr_t>(pcs[i]));
   // A CUDA call made while an exception is pending (a destructor running
   // during unwinding) must leave it pending.
   auto runtime_error = *sym<void**>("PyExc_RuntimeError");
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
 
   // No interpreter: nothing, cheaply.
   check("no interpreter: nothing captured", capture_n(5000) == 0);
-  check("no interpreter: no evaluation loop", !nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(&main)));
+  check("no interpreter: no evaluation loop", !nb::shim::python_codes().is_eval_pc(reinterpret_cast<uintptr_t>(&main)));
   const size_t calls = 20000000;
   const auto t0 = std::chrono::steady_clock::now();
   const size_t none = capture_n(calls);

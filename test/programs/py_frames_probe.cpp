@@ -35,7 +35,7 @@ void format(const uint64_t* frames, size_t n, char* buf, int cap) {
     const uint64_t f = frames[i];
     std::string file = "?", function = "?";
     if ((f & nb::shim::kPythonFrameBit) == 0 ||
-        !nb::shim::python_code_info(static_cast<uint32_t>((f >> 32) & 0x7fffffff), file, function)) {
+        !nb::shim::python_codes().names(static_cast<uint32_t>((f >> 32) & 0x7fffffff), file, function)) {
       file = "<unknown>";
     }
     text += file + ":" + std::to_string(static_cast<uint32_t>(f)) + ":" + function + "\n";
@@ -244,12 +244,12 @@ __attribute__((visibility("default"))) int nb_probe_eval_pcs() {
   void* pcs[256];
   const int n = backtrace(pcs, 256);
   int in_eval = 0;
-  for (int i = 0; i < n; ++i) in_eval += nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(pcs[i])) ? 1 : 0;
+  for (int i = 0; i < n; ++i) in_eval += nb::shim::python_codes().is_eval_pc(reinterpret_cast<uintptr_t>(pcs[i])) ? 1 : 0;
   return in_eval;
 }
 
 __attribute__((visibility("default"))) int nb_probe_main_pc_is_eval() {
-  return nb::shim::is_python_eval_pc(reinterpret_cast<uintptr_t>(&nb_probe_noop)) ? 1 : 0;
+  return nb::shim::python_codes().is_eval_pc(reinterpret_cast<uintptr_t>(&nb_probe_noop)) ? 1 : 0;
 }
 
 // The line of the instruction at byte offset `addr` by the decoder for

@@ -1,4 +1,4 @@
-// dlopen / dlclose cycles (issue 6), in a program that links no CUDA library:
+// dlopen / dlclose cycles, in a program that links no CUDA library:
 //
 //   reload driver N   N rounds of: dlopen libcuda.so.1, a context, an
 //                     allocation, a memset and a free through dlsym'ed

@@ -1,4 +1,4 @@
-/* A witness for "nb writes nothing outside its output prefix" (issue 6):
+/* A witness for "nb writes nothing outside its output prefix":
  * preloaded beside the shim, it sees every call that can create or change a
  * file by name (open for writing, creat, fopen for writing, mkdir, rename,
  * link, symlink, unlink, truncate) made through the PLT, the shim's

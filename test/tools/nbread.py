@@ -14,7 +14,7 @@ import pickle
 import pickletools
 import sys
 
-# Opcodes MemoryViz's JavaScript unpickler accepts (shared/notes/formats.md).
+# Opcodes MemoryViz's JavaScript unpickler (pytorch.org/memory_viz, MemoryViz.js) accepts.
 ALLOWED_OPCODES = {
     "PROTO", "FRAME", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "MARK", "APPEND",
     "APPENDS", "SETITEM", "SETITEMS", "LIST", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",

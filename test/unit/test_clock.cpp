@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "collector/clock.h"
+#include "core/clock.h"
 
 using namespace nb;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "collector/cupti_api.h"
+#include "core/cupti_api.h"
 
 TEST_CASE("CUPTI callback names lose their version suffix, nothing else", "[cupti]") {
   using nb::strip_cupti_version;

@@ -3,8 +3,8 @@
 
 #include <map>
 
-#include "collector/output.h"
-#include "shim/api.h"
+#include "collector/builders.h"
+#include "core/api.h"
 
 using namespace nb;
 
@@ -35,7 +35,7 @@ DeviceRecord kernel(uint32_t corr, uint32_t stream, uint64_t start, uint64_t end
   return d;
 }
 
-OutputContext context(const char* join) {
+OutputContext context(CuptiJoin join) {
   OutputContext ctx;
   ctx.pid = 1000;
   ctx.program = "t";
@@ -67,7 +67,7 @@ TEST_CASE("callback join: first or last correlation id of a host call finds its 
   s.consume(kernel(13, 13, 6700, 6800, 1));
   s.consume(kernel(99, 7, 7000, 7100, 2));  // launched by a call we did not record
   JoinStats js;
-  const auto t = build_trace(s, context("callback"), &js);
+  const auto t = build_trace(s, context(CuptiJoin::Callback), &js);
   CHECK(js.device_records == 5);
   CHECK(js.joined == 4);
   const auto flows = flows_by_id(t);
@@ -103,7 +103,7 @@ TEST_CASE("order join: correlation links map device work to host records", "[joi
   s.consume(kernel(55, 7, 2500, 2600, 1));
   s.consume(kernel(56, 7, 2700, 2800, 1));  // no link: not joined
   JoinStats js;
-  const auto t = build_trace(s, context("order"), &js);
+  const auto t = build_trace(s, context(CuptiJoin::Order), &js);
   CHECK(js.device_records == 2);
   CHECK(js.joined == 1);
   CHECK(t.flows.size() == 2);
@@ -112,7 +112,7 @@ TEST_CASE("order join: correlation links map device work to host records", "[joi
 TEST_CASE("most calls unjoined: missing device records blame another client, present ones the join", "[join]") {
   // 10 launches; the device records either never came (another CUPTI client
   // took them) or came with correlation ids no host call carries (a join
-  // that does not work, as the removed "external" join on the H200).
+  // that does not work).
   for (const bool records_came : {false, true}) {
     DYNAMIC_SECTION((records_came ? "records came" : "records missing")) {
       Session s(SessionLimits{});
@@ -121,7 +121,7 @@ TEST_CASE("most calls unjoined: missing device records blame another client, pre
         if (records_came) s.consume(kernel(500 + i, 7, 1000 * (i + 1) + 600, 1000 * (i + 1) + 700, 1));
       }
       JoinStats js;
-      const OutputContext ctx = context("callback");
+      const OutputContext ctx = context(CuptiJoin::Callback);
       build_trace(s, ctx, &js);
       CHECK(js.work_calls == 10);
       CHECK(js.work_without_device == 10);
@@ -142,7 +142,7 @@ TEST_CASE("device events: GPU and stream tracks, names, partial overlaps clipped
   s.consume(kernel(2, 7, 1900, 2500, 2));  // crosses the previous box's end
   s.consume(kernel(3, 9, 1000, 3000, 1));
   JoinStats js;
-  const auto t = build_trace(s, context("none"), &js);
+  const auto t = build_trace(s, context(CuptiJoin::None), &js);
   CHECK(js.overlaps_clipped == 1);
   CHECK(t.flows.empty());
   bool gpu = false;

@@ -2,7 +2,8 @@
 
 #include <map>
 
-#include "collector/options.h"
+#include "core/options.h"
+#include "core/settings.h"
 
 using namespace nb;
 
@@ -102,16 +103,53 @@ TEST_CASE("choices and paths", "[options]") {
   std::vector<std::string> problems;
   Options o = parse({{"NB_CUPTI_JOIN", " None "}, {"NB_TABLE_SORT", "calls"}, {"NB_CUPTI_LIB", ""}}, problems);
   REQUIRE(problems.empty());
-  CHECK(o.cupti_join == "none");
-  CHECK(o.table_sort == "calls");
+  CHECK(o.cupti_join == CuptiJoin::None);
+  CHECK(o.table_sort == TableSort::Calls);
   CHECK(o.cupti_lib.empty());
   o = parse({{"NB_CUPTI_JOIN", "kineto"}}, problems);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find("NB_CUPTI_JOIN='kineto' is not valid (expected one of order, callback, none)") !=
         std::string::npos);
-  CHECK(o.cupti_join == "order");
+  CHECK(o.cupti_join == CuptiJoin::Order);
   std::string out;
   CHECK_FALSE(parse_choice("call", "callback|none", out));
   CHECK_FALSE(parse_choice("", "callback|none", out));
   CHECK(parse_choice("none", "callback|none", out));
+}
+
+TEST_CASE("typed values: each choice has its enum, NB_STEP its marker", "[options]") {
+  std::vector<std::string> problems;
+  Options o = parse({{"NB_STACKS", "ALL"}, {"NB_UNWIND", "libunwind"}, {"NB_TRIGGER", "signal"},
+                     {"NB_STEP", "kernel:lm_head"}},
+                    problems);
+  REQUIRE(problems.empty());
+  CHECK(o.stacks == StackKinds::All);
+  CHECK(o.unwind == Unwinder::Libunwind);
+  CHECK(o.trigger == Trigger::Signal);
+  CHECK(o.step.kind == StepMarker::Kind::Kernel);
+  CHECK(o.step.text == "lm_head");
+  CHECK(o.step.spec == "kernel:lm_head");
+  CHECK(std::string(choice_name(o.stacks)) == "all");
+  // Every value of every choice option parses back to itself.
+  for (const OptionInfo& info : option_table()) {
+    if (std::string(info.type) != "Choice") continue;
+    std::string list = info.choices;
+    for (size_t start = 0; start <= list.size();) {
+      const size_t bar = std::min(list.find('|', start), list.size());
+      const std::string value = list.substr(start, bar - start);
+      problems.clear();
+      parse({{info.name, value}}, problems);
+      CHECK(problems.empty());
+      start = bar + 1;
+    }
+  }
+  // A bad NB_STEP falls back to no marker, and a schedule then uses sync.
+  o = parse({{"NB_STEP", "kernel:("}, {"NB_ACTIVE", "4"}}, problems);
+  CHECK(o.step.kind == StepMarker::Kind::None);
+  const Settings s = read_settings([](const char* n) -> const char* {
+    return std::string(n) == "NB_ACTIVE" ? "4" : std::string(n) == "NB_OUT" ? "runs/%n-%p" : nullptr;
+  }, 42, "my prog", "/start");
+  CHECK(s.step.kind == StepMarker::Kind::Sync);
+  CHECK(s.step.spec == "sync");
+  CHECK(s.prefix == "/start/runs/my_prog-42");
 }

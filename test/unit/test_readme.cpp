@@ -5,7 +5,7 @@
 #include <regex>
 #include <sstream>
 
-#include "collector/options.h"
+#include "core/options.h"
 #include "test_support.h"
 
 TEST_CASE("README lists every NB_* variable with its default", "[readme]") {

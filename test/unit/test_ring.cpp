@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "collector/drain_pace.h"
-#include "collector/ring.h"
-#include "collector/thread_registry.h"
+#include "core/ring.h"
+#include "core/thread_registry.h"
 
 using nb::Record;
 using nb::Ring;

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "collector/frame_ring.h"
+#include "core/frame_ring.h"
 #include "collector/stack_cost.h"
 #include "collector/stack_table.h"
 #include "formats/stack_text.h"
@@ -99,9 +99,7 @@ TEST_CASE("frame ring: a stack asked for again after its release is refused, not
 }
 
 TEST_CASE("stack table: identical stacks share an id; the recorder's frames are cut", "[unit][stacks]") {
-  StackSources src;
-  src.is_own_pc = [](uint64_t pc) { return pc >= 0x1000 && pc < 0x2000; };
-  StackTable t(src);
+  StackTable t(StackOrigins{0x1000, 0x2000, nullptr});
   const uint64_t a[] = {0x1010, 0x1020, 0x5000, 0x6000};
   const uint64_t b[] = {0x1030, 0x5000, 0x6000};  // other own frames, same program frames
   const uint64_t c[] = {0x1010, 0x5000, 0x7000};
@@ -133,14 +131,10 @@ __attribute__((noinline)) uint64_t here() { return reinterpret_cast<uint64_t>(__
 TEST_CASE("stack table: Python frames replace the interpreter's frames, innermost first", "[unit][stacks]") {
   const uint64_t native_pc = here();  // a real address in this test binary
   constexpr uint64_t kEval = 0x9000;
-  StackSources src;
-  src.is_python_eval_pc = [](uint64_t pc) { return pc == kEval; };
-  src.python_code_info = [](uint32_t code, std::string& file, std::string& fn) {
-    file = "/srv/app" + std::to_string(code) + ".py";
-    fn = "f" + std::to_string(code);
-    return true;
-  };
-  StackTable t(src);
+  PythonCodes codes;
+  for (uint32_t code = 1; code <= 8; ++code) codes.add("/srv/app" + std::to_string(code) + ".py", "f" + std::to_string(code));
+  codes.set_eval_range(kEval, kEval + 1);
+  StackTable t(StackOrigins{0, 0, &codes});
   const uint64_t native[] = {native_pc, kEval, kEval, native_pc + 0};
   const uint64_t python[] = {(1ull << 63) | (7ull << 32) | 42, (1ull << 63) | (8ull << 32) | 9};
   const uint32_t id = t.intern(native, 4, python, 2);

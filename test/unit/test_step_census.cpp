@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 #include "collector/step_census.h"
 
 using nb::CensusEvent;

@@ -1,7 +1,7 @@
 // NB_STEP's spec: every form, and a clear error for each kind of mistake.
 #include <catch2/catch.hpp>
 
-#include "collector/step_marker.h"
+#include "core/step_marker.h"
 
 using nb::StepMarker;
 
@@ -63,7 +63,7 @@ TEST_CASE("step markers: mistakes are named, with what is accepted", "[unit][ste
 
 #include <pthread.h>
 
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 
 namespace {
 struct LongMatch {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "collector/demangle.h"
+#include "core/demangle.h"
 #include "collector/symbolizer.h"
 #include "test_support.h"
 

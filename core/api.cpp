@@ -1,4 +1,4 @@
-#include "shim/api.h"
+#include "core/api.h"
 
 namespace nb {
 

@@ -15,6 +15,7 @@ namespace nb {
 struct StepMarker {
   enum class Kind : uint8_t { None, Kernel, Nvtx, Sync, Launches, Time, ProfilerApi };
   Kind kind = Kind::None;
+  std::string spec;    // as written (NB_STEP's value), for messages
   std::string text;    // the regex (kernel) or the range name (nvtx)
   uint64_t count = 0;  // launches:N
   uint64_t ns = 0;     // time:DURATION
@@ -26,7 +27,7 @@ bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& er
 
 // The marker a run uses: NB_STEP as parsed; with none, `sync` when a
 // schedule (NB_ACTIVE) is set, since a schedule counts steps.
-StepMarker step_marker_for(const std::string& spec, bool scheduled);
+StepMarker step_marker_for(const StepMarker& given, bool scheduled);
 
 // "500ms", "1.5s", "250us", "1000ns" → nanoseconds; false if malformed or 0.
 bool parse_duration_ns(const std::string& text, uint64_t& ns);

@@ -1,4 +1,4 @@
-#include "collector/log.h"
+#include "core/log.h"
 
 #include <pthread.h>
 #include <signal.h>

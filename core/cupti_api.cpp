@@ -1,4 +1,4 @@
-#include "collector/cupti_api.h"
+#include "core/cupti_api.h"
 
 #include <dlfcn.h>
 #include <link.h>

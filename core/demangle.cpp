@@ -1,4 +1,4 @@
-#include "collector/demangle.h"
+#include "core/demangle.h"
 
 #include <cxxabi.h>
 

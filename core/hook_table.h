@@ -14,7 +14,7 @@
 //            LEGACY  legacy-default-stream twin of a PTDS entry
 //            PTDS    the _ptsz/_ptds twin, answered for flag
 //                    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-//   kind     Record kind (collector/record.h)
+//   kind     Record kind (core/record.h)
 //   params   parenthesised parameter list; args the same names
 //   fill     statements run after the real call with `r` (Record&) and `rc`;
 //            they run whether the call succeeded or not, so a pointer

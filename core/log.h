@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "collector/options.h"
+#include "core/options.h"
 
 namespace nb::log {
 

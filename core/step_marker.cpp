@@ -1,6 +1,6 @@
-#include "collector/step_marker.h"
+#include "core/step_marker.h"
 
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 
 #include <cctype>
 #include <cmath>
@@ -42,6 +42,7 @@ bool parse_duration_ns(const std::string& text, uint64_t& ns) {
 
 bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& error) {
   out = StepMarker{};
+  out.spec = spec;
   std::string rest;
   if (spec.empty()) return true;
   if (spec == "sync") {
@@ -101,12 +102,12 @@ bool parse_step_marker(const std::string& spec, StepMarker& out, std::string& er
   return false;
 }
 
-StepMarker step_marker_for(const std::string& spec, bool scheduled) {
-  StepMarker m;
-  std::string error;
-  if (!parse_step_marker(spec, m, error)) m = StepMarker{};  // said at start-up (options)
-  if (m.kind == StepMarker::Kind::None && scheduled) m.kind = StepMarker::Kind::Sync;
-  return m;
+StepMarker step_marker_for(const StepMarker& given, bool scheduled) {
+  if (given.kind != StepMarker::Kind::None || !scheduled) return given;
+  StepMarker sync;
+  sync.kind = StepMarker::Kind::Sync;
+  sync.spec = "sync";
+  return sync;
 }
 
 }  // namespace nb

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "collector/frame_ring.h"
-#include "collector/ring.h"
+#include "core/frame_ring.h"
+#include "core/ring.h"
 
 namespace nb {
 

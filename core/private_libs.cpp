@@ -1,4 +1,4 @@
-#include "collector/private_libs.h"
+#include "core/private_libs.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,4 +1,4 @@
-#include "collector/clock.h"
+#include "core/clock.h"
 
 #include <fstream>
 #include <string>

@@ -4,79 +4,89 @@
 // the README's table is checked against it by a test. Add a variable here and
 // nowhere else.
 //
-// NB_OPTION(field, NAME, Type, default, min, max, choices, help)
-//   Type: String (non-empty) | Path (may be empty) | Bool | UInt | LogLevel | Choice
-//   min/max apply to UInt; choices ("a|b|c") to Choice.
+// NB_OPTION(field, NAME, Type, default, min, max, Enum, help)
+//   Type: String (non-empty) | Path (may be empty) | Bool | UInt | LogLevel |
+//         Step (an NB_STEP marker, core/step_marker.h) | Choice
+//   min/max apply to UInt. A Choice names its Enum, whose values are listed
+//   by NB_CHOICES_<Enum>(X) as X(Enumerator, "text"): options.h makes the
+//   enum class and its parser from that list.
 // clang-format off
+#define NB_CHOICES_CuptiJoin(X) X(Order, "order") X(Callback, "callback") X(None, "none")
+#define NB_CHOICES_StackKinds(X) X(None, "none") X(Memory, "memory") X(Launch, "launch") X(All, "all")
+#define NB_CHOICES_Unwinder(X) X(Nb, "nb") X(Libunwind, "libunwind")
+#define NB_CHOICES_TableSort(X) X(Device, "device") X(Host, "host") X(Calls, "calls") X(Name, "name")
+#define NB_CHOICES_Trigger(X) X(None, "none") X(Signal, "signal")
+#define NB_CHOICE_ENUMS(X) X(CuptiJoin) X(StackKinds) X(Unwinder) X(TableSort) X(Trigger)
+
 #define NB_OPTIONS(NB_OPTION)                                                               \
-  NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0, "",                                      \
+  NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0, ,                                      \
     "Output prefix; %p = pid, %n = program name, %% = %. Relative to the starting directory. " \
     "Files: <prefix>.trace.json, <prefix>.memory.pickle, <prefix>.table.txt")                \
-  NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0, "",                                         \
+  NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0, ,                                         \
     "Shim log level on stderr: trace, debug, info, warn, error, off")                       \
-  NB_OPTION(enable, NB_ENABLE, Bool, "1", 0, 0, "",                                          \
+  NB_OPTION(enable, NB_ENABLE, Bool, "1", 0, 0, ,                                          \
     "0 = hooks pass straight through and nothing is recorded")                              \
-  NB_OPTION(device, NB_DEVICE, Bool, "1", 0, 0, "",                                          \
+  NB_OPTION(device, NB_DEVICE, Bool, "1", 0, 0, ,                                          \
     "Record device work (kernels, copies, sets) through CUPTI; 0 = host calls only")        \
-  NB_OPTION(cupti_lib, NB_CUPTI_LIB, Path, "", 0, 0, "",                                     \
+  NB_OPTION(cupti_lib, NB_CUPTI_LIB, Path, "", 0, 0, ,                                     \
     "libcupti to load if none is loaded already (default: the soname, then the toolkit's "  \
     "and the Python wheel's usual places)")                                                 \
-  NB_OPTION(cupti_join, NB_CUPTI_JOIN, Choice, "order", 0, 0, "order|callback|none",         \
+  NB_OPTION(cupti_join, NB_CUPTI_JOIN, Choice, "order", 0, 0, CuptiJoin,         \
     "How device work is tied to its host call: order (CUPTI's correlation ids follow the " \
     "order of the calls; no CUPTI work per call), callback (a CUPTI callback on each "     \
     "launch/copy/set call: also exact, costs about 1 us a call), none (no arrows)")        \
-  NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, "",                 \
+  NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, ,                 \
     "Most memory for CUPTI activity buffers (4 MiB each); beyond it records are dropped "  \
     "and counted")                                                                          \
-  NB_OPTION(cupti_flush_ms, NB_CUPTI_FLUSH_MS, UInt, "250", 0, 600000, "",                  \
+  NB_OPTION(cupti_flush_ms, NB_CUPTI_FLUSH_MS, UInt, "250", 0, 600000, ,                  \
     "How often partly filled CUPTI buffers are collected while recording, in ms (0 = only " \
     "when a buffer fills and at the end)")                                                  \
-  NB_OPTION(stacks, NB_STACKS, Choice, "memory", 0, 0, "none|memory|launch|all",             \
+  NB_OPTION(stacks, NB_STACKS, Choice, "memory", 0, 0, StackKinds,             \
     "Which calls get their native + Python stack: none, memory (allocations, frees, "     \
     "mappings), launch (kernel and graph launches), all (every recorded call)")           \
-  NB_OPTION(stack_depth, NB_STACK_DEPTH, UInt, "64", 1, 256, "",                             \
+  NB_OPTION(stack_depth, NB_STACK_DEPTH, UInt, "64", 1, 256, ,                             \
     "Most native frames kept per stack (and most Python frames)")                          \
-  NB_OPTION(unwind, NB_UNWIND, Choice, "nb", 0, 0, "nb|libunwind",                           \
+  NB_OPTION(unwind, NB_UNWIND, Choice, "nb", 0, 0, Unwinder,                           \
     "How native stacks are read: nb (nb's own unwinder, from the modules' .eh_frame, with " \
     "a small per-thread cache; a stack it cannot read goes to libunwind, counted in the "  \
     "footer) or libunwind (always)")                                                        \
-  NB_OPTION(torch_allocs, NB_TORCH_ALLOCS, Bool, "0", 0, 0, "",                              \
+  NB_OPTION(torch_allocs, NB_TORCH_ALLOCS, Bool, "0", 0, 0, ,                              \
     "1 = add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF at start-up, so each "     \
     "PyTorch tensor allocation and free is a CUDA call nb sees (changes the allocator)")    \
-  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "1000000", 1, 100000000, "",          \
+  NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "1000000", 1, 100000000, ,          \
     "Memory history ring: newest entries kept in the snapshot's device_traces (64 bytes each)") \
-  NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, "",                  \
+  NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, ,                  \
     "Records per thread ring (rounded up to a power of two; 128 bytes each)")               \
-  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000, "",       \
+  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000, ,       \
     "Host calls and device records each kept for the timeline (later ones still count in " \
     "the table)")                                                                           \
-  NB_OPTION(print_table, NB_PRINT_TABLE, Bool, "1", 0, 0, "",                                \
+  NB_OPTION(print_table, NB_PRINT_TABLE, Bool, "1", 0, 0, ,                                \
     "Print the ranking table to stderr when recording ends")                                \
-  NB_OPTION(table_sort, NB_TABLE_SORT, Choice, "device", 0, 0, "device|host|calls|name",     \
+  NB_OPTION(table_sort, NB_TABLE_SORT, Choice, "device", 0, 0, TableSort,     \
     "Ranking table order: self device time, self host time, calls, or name")               \
-  NB_OPTION(table_rows, NB_TABLE_ROWS, UInt, "12", 0, 100000, "",                            \
+  NB_OPTION(table_rows, NB_TABLE_ROWS, UInt, "12", 0, 100000, ,                            \
     "Rows of the ranking table printed to stderr (0 = all; the file always has all)")       \
-  NB_OPTION(overwrite, NB_OVERWRITE, Bool, "0", 0, 0, "",                                    \
+  NB_OPTION(overwrite, NB_OVERWRITE, Bool, "0", 0, 0, ,                                    \
     "Overwrite existing output files (default: keep them and warn)")                        \
-  NB_OPTION(step, NB_STEP, Step, "", 0, 0, "",                                                \
+  NB_OPTION(step, NB_STEP, Step, "", 0, 0, ,                                                \
     "What ends a step: kernel:REGEX, nvtx:NAME, sync, launches:N, time:DURATION, "          \
     "profiler-api (cudaProfilerStart/Stop bound the active part); empty = sync when a "      \
     "schedule is set")                                                                      \
-  NB_OPTION(skip_first, NB_SKIP_FIRST, UInt, "0", 0, 1000000000, "",                         \
+  NB_OPTION(skip_first, NB_SKIP_FIRST, UInt, "0", 0, 1000000000, ,                         \
     "Steps ignored before the first wait")                                                  \
-  NB_OPTION(wait, NB_WAIT, UInt, "0", 0, 1000000000, "",                                     \
+  NB_OPTION(wait, NB_WAIT, UInt, "0", 0, 1000000000, ,                                     \
     "Steps ignored at the start of each cycle")                                             \
-  NB_OPTION(warmup, NB_WARMUP, UInt, "0", 0, 1000000000, "",                                 \
+  NB_OPTION(warmup, NB_WARMUP, UInt, "0", 0, 1000000000, ,                                 \
     "Steps recorded and thrown away after the wait")                                        \
-  NB_OPTION(active, NB_ACTIVE, UInt, "0", 0, 1000000000, "",                                 \
+  NB_OPTION(active, NB_ACTIVE, UInt, "0", 0, 1000000000, ,                                 \
     "Steps kept per window (0 = no schedule: one window over the whole run); each window "  \
     "is written as <prefix>.w<N>.*")                                                        \
-  NB_OPTION(repeat, NB_REPEAT, UInt, "1", 0, 1000000000, "",                                 \
+  NB_OPTION(repeat, NB_REPEAT, UInt, "1", 0, 1000000000, ,                                 \
     "Windows to record (0 = cycle until the program exits)")                                \
-  NB_OPTION(trigger, NB_TRIGGER, Choice, "none", 0, 0, "none|signal",                         \
+  NB_OPTION(trigger, NB_TRIGGER, Choice, "none", 0, 0, Trigger,                         \
     "signal = dormant (hooks pass straight through) until SIGUSR2 arms the schedule; "      \
     "armed again by the next SIGUSR2 once the window is written")                             \
-  NB_OPTION(census, NB_CENSUS, Bool, "0", 0, 0, "",                                          \
+  NB_OPTION(census, NB_CENSUS, Bool, "0", 0, 0, ,                                          \
     "Also write <prefix>.steps.txt and print it: kernels and NVTX ranges that recur like "  \
     "steps, ranked, with the NB_STEP value for each (what nbprof steps runs)")
 // clang-format on

@@ -1,16 +1,58 @@
-#include "collector/options.h"
-
-#include "collector/step_marker.h"
+#include "core/options.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <type_traits>
 
 namespace nb {
 
+namespace {
+
+// The values of each choice enum as text, in the enum's order.
+template <typename Enum>
+struct Choices;
+#define NB_CHOICE_TEXT(e, text) text,
+#define NB_DEFINE_CHOICE(Enum)                                                     \
+  template <>                                                                      \
+  struct Choices<Enum> {                                                           \
+    static constexpr const char* names[] = {NB_CHOICES_##Enum(NB_CHOICE_TEXT)};    \
+  };
+NB_CHOICE_ENUMS(NB_DEFINE_CHOICE)
+#undef NB_DEFINE_CHOICE
+#undef NB_CHOICE_TEXT
+
+// "a|b|c", as OptionInfo shows a choice's values.
+template <typename Enum>
+const char* choice_list() {
+  static const std::string* list = [] {
+    auto* s = new std::string;
+    for (const char* n : Choices<Enum>::names) *s += (s->empty() ? "" : "|") + std::string(n);
+    return s;
+  }();
+  return list->c_str();
+}
+
+}  // namespace
+
+#define NB_DEFINE_CHOICE_NAME(Enum)                                   \
+  const char* choice_name(Enum v) {                                   \
+    const auto i = static_cast<size_t>(v);                            \
+    return i < std::size(Choices<Enum>::names) ? Choices<Enum>::names[i] : "?"; \
+  }
+NB_CHOICE_ENUMS(NB_DEFINE_CHOICE_NAME)
+#undef NB_DEFINE_CHOICE_NAME
+
 const std::vector<OptionInfo>& option_table() {
+#define NB_CHOICES_OF_Choice(Enum) choice_list<Enum>()
+#define NB_CHOICES_OF_String(Enum) ""
+#define NB_CHOICES_OF_Path(Enum) ""
+#define NB_CHOICES_OF_Step(Enum) ""
+#define NB_CHOICES_OF_Bool(Enum) ""
+#define NB_CHOICES_OF_UInt(Enum) ""
+#define NB_CHOICES_OF_LogLevel(Enum) ""
   static const std::vector<OptionInfo>* table = new std::vector<OptionInfo>{
-#define NB_INFO(field, NAME, Type, def, lo, hi, choices, help) {#NAME, #Type, def, lo, hi, choices, help},
+#define NB_INFO(field, NAME, Type, def, lo, hi, Enum, help) {#NAME, #Type, def, lo, hi, NB_CHOICES_OF_##Type(Enum), help},
       NB_OPTIONS(NB_INFO)
 #undef NB_INFO
   };
@@ -104,23 +146,27 @@ bool parse_choice(const std::string& raw, const char* choices, std::string& out)
 
 namespace {
 
-// Each type knows how to parse and how to describe what it accepts. Strings,
-// paths and choices share a field type, so the table's type name decides.
+// Each type knows how to parse and how to describe what it accepts. Strings
+// and paths share a field type, so the table's type name decides.
 bool parse_typed(const std::string& s, const OptionInfo& info, std::string& out) {
-  const std::string t = info.type;
-  if (t == "Choice") return parse_choice(s, info.choices, out);
-  if (t == "Path") {
-    out = s;
-    return true;
-  }
-  if (t == "Step") {
-    StepMarker m;
-    std::string error;
-    out = s;
-    return parse_step_marker(s, m, error);
-  }
   out = s;
-  return !s.empty();
+  return std::string(info.type) == "Path" || !s.empty();
+}
+bool parse_typed(const std::string& s, const OptionInfo&, StepMarker& out) {
+  std::string error;
+  return parse_step_marker(s, out, error);
+}
+template <typename Enum, typename = std::enable_if_t<std::is_enum_v<Enum>>>
+bool parse_typed(const std::string& s, const OptionInfo& info, Enum& out) {
+  std::string text;
+  if (!parse_choice(s, info.choices, text)) return false;
+  for (size_t i = 0; i < std::size(Choices<Enum>::names); ++i) {
+    if (text == Choices<Enum>::names[i]) {
+      out = static_cast<Enum>(i);
+      return true;
+    }
+  }
+  return false;
 }
 bool parse_typed(const std::string& s, const OptionInfo&, bool& out) { return parse_bool(s, out); }
 bool parse_typed(const std::string& s, const OptionInfo& info, uint64_t& out) {
@@ -174,6 +220,9 @@ void read_one(const EnvLookup& lookup, const OptionInfo& info, T& field,
 }
 
 std::string value_text(const std::string& v) { return v; }
+std::string value_text(const StepMarker& v) { return v.spec; }
+template <typename Enum, typename = std::enable_if_t<std::is_enum_v<Enum>>>
+std::string value_text(Enum v) { return choice_name(v); }
 std::string value_text(bool v) { return v ? "1" : "0"; }
 std::string value_text(uint64_t v) { return std::to_string(v); }
 std::string value_text(LogLevel v) { return log_level_name(v); }
@@ -184,7 +233,7 @@ Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problem
   Options o;
   const auto& table = option_table();
   size_t i = 0;
-#define NB_READ(field, NAME, Type, def, lo, hi, choices, help) read_one(lookup, table[i++], o.field, problems);
+#define NB_READ(field, NAME, Type, def, lo, hi, Enum, help) read_one(lookup, table[i++], o.field, problems);
   NB_OPTIONS(NB_READ)
 #undef NB_READ
   return o;
@@ -192,7 +241,7 @@ Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problem
 
 std::vector<std::string> describe_options(const Options& o) {
   std::vector<std::string> out;
-#define NB_DESCRIBE(field, NAME, Type, def, lo, hi, choices, help) out.push_back(#NAME "=" + value_text(o.field));
+#define NB_DESCRIBE(field, NAME, Type, def, lo, hi, Enum, help) out.push_back(#NAME "=" + value_text(o.field));
   NB_OPTIONS(NB_DESCRIBE)
 #undef NB_DESCRIBE
   return out;

@@ -43,10 +43,10 @@ constexpr uint8_t kCaptured = 1 << 4;
 
 struct alignas(64) Record {
   uint64_t id;        // process-unique: thread index << 32 | per-thread sequence
-  uint64_t start;     // ticks of now_ticks() (collector/clock.h)
+  uint64_t start;     // ticks of now_ticks() (core/clock.h)
   uint64_t end;
   uint32_t tid;       // OS thread id
-  uint16_t api;       // ApiId (shim/api.h)
+  uint16_t api;       // ApiId (core/api.h)
   Kind kind;
   uint8_t flags;
   int16_t result;     // CUresult / cudaError_t (all below 1000)

@@ -1,4 +1,4 @@
-#include "collector/name_table.h"
+#include "core/name_table.h"
 
 namespace nb {
 

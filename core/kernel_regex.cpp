@@ -1,4 +1,4 @@
-#include "collector/kernel_regex.h"
+#include "core/kernel_regex.h"
 
 #include <algorithm>
 #include <cstdint>

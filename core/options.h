@@ -6,21 +6,32 @@
 #include <string>
 #include <vector>
 
-#include "collector/options_table.h"
+#include "core/options_table.h"
+#include "core/step_marker.h"
 
 namespace nb {
 
 enum class LogLevel : uint8_t { Trace, Debug, Info, Warn, Error, Off };
 
+// One enum class per choice option, from its NB_CHOICES_<Enum> list, and
+// the text of each value as the table writes it.
+#define NB_ENUMERATOR(e, text) e,
+#define NB_DECLARE_CHOICE(Enum)                                \
+  enum class Enum : uint8_t { NB_CHOICES_##Enum(NB_ENUMERATOR) }; \
+  const char* choice_name(Enum v);
+NB_CHOICE_ENUMS(NB_DECLARE_CHOICE)
+#undef NB_DECLARE_CHOICE
+#undef NB_ENUMERATOR
+
 struct Options {
-#define NB_FIELD_String std::string
-#define NB_FIELD_Path std::string
-#define NB_FIELD_Step std::string
-#define NB_FIELD_Choice std::string
-#define NB_FIELD_Bool bool
-#define NB_FIELD_UInt uint64_t
-#define NB_FIELD_LogLevel LogLevel
-#define NB_DECLARE(field, NAME, Type, def, lo, hi, choices, help) NB_FIELD_##Type field{};
+#define NB_FIELD_String(Enum) std::string
+#define NB_FIELD_Path(Enum) std::string
+#define NB_FIELD_Step(Enum) StepMarker
+#define NB_FIELD_Choice(Enum) Enum
+#define NB_FIELD_Bool(Enum) bool
+#define NB_FIELD_UInt(Enum) uint64_t
+#define NB_FIELD_LogLevel(Enum) LogLevel
+#define NB_DECLARE(field, NAME, Type, def, lo, hi, Enum, help) NB_FIELD_##Type(Enum) field{};
   NB_OPTIONS(NB_DECLARE)
 #undef NB_DECLARE
 };
@@ -30,7 +41,7 @@ struct OptionInfo {
   const char* type;
   const char* default_value;
   uint64_t min, max;
-  const char* choices;
+  const char* choices;  // Choice: "a|b|c"; otherwise ""
   const char* help;
 };
 const std::vector<OptionInfo>& option_table();

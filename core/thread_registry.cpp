@@ -1,4 +1,4 @@
-#include "collector/thread_registry.h"
+#include "core/thread_registry.h"
 
 #include <sys/mman.h>
 #include <sys/prctl.h>

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "collector/record.h"
-#include "shim/hook_table.h"
+#include "core/record.h"
+#include "core/hook_table.h"
 
 namespace nb {
 

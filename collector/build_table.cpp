@@ -1,0 +1,129 @@
+#include "collector/builders.h"
+
+#include <map>
+
+#include "core/api.h"
+
+namespace nb {
+
+std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx) {
+  // Several symbols can share a display name (__cudaLaunchKernel and
+  // cudaLaunchKernel): one row per name.
+  std::map<std::string, formats::TableRow> rows;
+  for (uint16_t api = 0; api < kApiCount; ++api) {
+    const ApiStats& st = s.api_stats()[api];
+    if (st.calls == 0) continue;
+    const std::string name = api_info(api).name;
+    formats::TableRow& row = rows[name];
+    const uint64_t min_ns = ctx.time.duration_ns(st.min), max_ns = ctx.time.duration_ns(st.max);
+    if (row.calls == 0) {
+      row.name = name;
+      row.host_min_ns = min_ns;
+    }
+    row.calls += st.calls;
+    row.host_total_ns += ctx.time.duration_ns(st.total);
+    row.host_min_ns = std::min(row.host_min_ns, min_ns);
+    row.host_max_ns = std::max(row.host_max_ns, max_ns);
+    row.errors += st.errors;
+  }
+  std::vector<formats::TableRow> out;
+  for (auto& [name, row] : rows) out.push_back(std::move(row));
+  // One row per kernel (and per kind of copy or set), device time only.
+  for (const auto& [name, st] : s.device_stats()) {
+    formats::TableRow row;
+    row.name = name < ctx.kernel_names.size() ? ctx.kernel_names[name] : "?";
+    row.calls = st.calls;
+    row.has_host = false;
+    row.has_device = true;
+    row.device_total_ns = st.total;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+namespace {
+constexpr const char* kOtherClientNote =
+    "another CUPTI client, such as torch.profiler, took the activity buffers: device time is incomplete";
+constexpr const char* kJoinFailedNote =
+    "device records came but were not joined to their calls: the join failed, the arrows are missing "
+    "(please report this with the program's CUDA and CUPTI versions)";
+
+// Half or more of the calls that make device work got no record joined:
+// not a few lost. If the device records themselves are missing too, CUPTI
+// delivered them to someone else; if they came, the join did not work.
+bool most_work_unjoined(const JoinStats& js) {
+  return js.work_calls >= 8 && js.work_without_device * 2 >= js.work_calls;
+}
+bool another_cupti_client(const JoinStats& js) {
+  return most_work_unjoined(js) && js.device_records * 2 < js.work_calls;
+}
+
+}  // namespace
+
+const char* unjoined_note(const JoinStats& js) {
+  if (!most_work_unjoined(js)) return nullptr;
+  return another_cupti_client(js) ? kOtherClientNote : kJoinFailedNote;
+}
+
+formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js) {
+  formats::TableFooter f;
+  f.records = s.consumed();
+  f.dropped = ctx.dropped;
+  if (ctx.device_traced) {
+    f.notes.push_back("Device records: " + std::to_string(s.device_consumed()) + " (" +
+                      std::to_string(ctx.device_dropped) + " dropped by CUPTI); joined to their host call (" +
+                      choice_name(ctx.join_mode) + "): " + std::to_string(js.joined) + " of " +
+                      std::to_string(js.device_records) + " in the timeline");
+  } else {
+    f.notes.push_back("No device time: " + (ctx.device_note.empty() ? std::string("CUPTI not used") : ctx.device_note));
+  }
+  if (js.work_without_device != 0) {
+    f.notes.push_back("Calls that make device work with no device record: " + std::to_string(js.work_without_device) +
+                      " of " + std::to_string(js.work_calls) +
+                      (unjoined_note(js) ? " (" + std::string(unjoined_note(js)) + ")" : std::string()));
+  }
+  if (ctx.record_cost_ns > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "nb's own cost on the calling threads, estimated: %llu calls x %.0f ns = %.3f ms "
+                  "(CUPTI's own work not included)",
+                  static_cast<unsigned long long>(s.consumed()), ctx.record_cost_ns,
+                  static_cast<double>(s.consumed()) * ctx.record_cost_ns / 1e6);
+    f.notes.push_back(buf);
+  }
+  const MemoryCounts& m = s.memory().counts();
+  std::string mem = "Device memory: " + std::to_string(m.allocs) + " allocations, " +
+                    std::to_string(m.frees) + " frees, " + std::to_string(m.maps) + " maps, " +
+                    std::to_string(m.unmaps) + " unmaps, " + std::to_string(m.ooms) + " OOM";
+  mem += "; live at end " + std::to_string(s.memory().live_bytes(0)) + " B, peak " +
+         std::to_string(s.memory().peak_bytes(0)) + " B (device 0)";
+  f.notes.push_back(mem);
+  if (m.unmatched_frees) {
+    f.notes.push_back("Frees of addresses not seen allocated (made before recording began): " +
+                      std::to_string(m.unmatched_frees));
+  }
+  if (m.overwritten) {
+    f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +
+                      std::to_string(m.overwritten));
+  }
+  if (s.memory().curve_dropped()) {
+    f.notes.push_back("Memory curve points left out of the trace (after the first million): " +
+                      std::to_string(s.memory().curve_dropped()));
+  }
+  if (s.device_overflow()) {
+    f.notes.push_back("Device records left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
+                      std::to_string(s.device_overflow()));
+  }
+  if (js.overlaps_clipped) {
+    f.notes.push_back("Device boxes clipped where they crossed the next one on their stream: " +
+                      std::to_string(js.overlaps_clipped));
+  }
+  if (s.trace_overflow()) {
+    f.notes.push_back("Host calls left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
+                      std::to_string(s.trace_overflow()));
+  }
+  for (const std::string& n : ctx.notes) f.notes.push_back(n);
+  return f;
+}
+
+}  // namespace nb

@@ -1,0 +1,78 @@
+// The three outputs of a recording built as plain data (the models of
+// formats/): the Chrome trace, the memory snapshot and the ranking table,
+// from a Session and what is known about the run (OutputContext). No I/O:
+// output.h writes them; tests compare them directly.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collector/session.h"
+#include "core/clock.h"
+#include "core/options.h"
+#include "formats/ranking_table.h"
+#include "formats/snapshot_model.h"
+#include "formats/trace_model.h"
+
+namespace nb {
+
+struct OutputContext {
+  std::string prefix;          // expanded; files are <prefix>.trace.json etc.
+  int64_t pid = 0;
+  std::string program;
+  TimeMap time;                // record ticks → epoch ns
+  bool overwrite = false;
+  size_t table_rows = 12;      // rows printed to stderr (the file has all)
+  uint64_t dropped = 0;        // records lost before reaching the session
+  std::vector<std::string> kernel_names;  // NameTable snapshot, index = id
+  std::vector<std::string> notes;         // extra footer lines
+  formats::SortKey table_sort = formats::SortKey::DeviceTotal;
+  // Device time: CUPTI running, how device records are joined to host calls,
+  // or why there is no device time.
+  bool device_traced = false;
+  bool device_handed_over = false;  // the program's own CUPTI client took CUPTI (said when it happened)
+  CuptiJoin join_mode = CuptiJoin::None;
+  std::string device_note;
+  uint64_t device_dropped = 0;             // CUPTI's dropped records + refused buffers
+  std::vector<formats::DeviceProperties> devices;
+  double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
+  bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
+  std::vector<formats::Stack> stacks;      // named stacks, index = StackTable id (NB_STACKS)
+  // A recording window (NB_ACTIVE, NB_TRIGGER): memory history entries and
+  // memory curve points outside [window_from, window_to] (ticks) are left
+  // out; the snapshot's segments are the state at the window's end.
+  uint64_t window_from = 0;
+  uint64_t window_to = UINT64_MAX;
+  // Steps (NB_STEP) shown as ProfilerStep#N spans on the thread that ended
+  // them, the way torch.profiler marks prof.step().
+  struct StepSpan {
+    uint64_t number;
+    uint64_t start, end;  // ticks
+    uint32_t tid;
+  };
+  std::vector<StepSpan> steps;
+};
+
+// What joining host and device records found (for the footer and tests).
+struct JoinStats {
+  uint64_t device_records = 0;
+  uint64_t joined = 0;        // device records whose host call is in the trace
+  uint64_t overlaps_clipped = 0;
+  // Successful calls that make device work (launches, copies other than
+  // host to host, sets), and those of them no device record was joined to:
+  // CUPTI's records went elsewhere (another client took the buffers), were
+  // lost, or came and the join failed.
+  uint64_t work_calls = 0;
+  uint64_t work_without_device = 0;
+};
+
+formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats = nullptr);
+formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
+std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
+formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js);
+
+// Why most calls that make device work got no device record (another CUPTI
+// client took the records, or the join failed), or null when most did.
+const char* unjoined_note(const JoinStats& js);
+
+}  // namespace nb

@@ -1,0 +1,220 @@
+// Lifecycle: Ready → Running (the recorder starts), arming and going
+// dormant between windows, Running → Stopping → Stopped (the files), and a
+// forked child (shim/state.h). The recorder (collector/) is reached only
+// through core/recorder.h; what it asks back is ShimHost below.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/recorder.h"
+#include "shim/device_tracing.h"
+#include "shim/exit_signals.h"
+#include "shim/python_frames.h"
+#include "shim/real_functions.h"
+#include "shim/runtime.h"
+#include "shim/stack_capture.h"
+#include "shim/state.h"
+#include "shim/thread_state.h"
+#include "shim/trigger.h"
+
+namespace nb::shim {
+
+std::atomic<bool> g_exit_handler_registered{false};
+
+namespace {
+
+Recorder* g_recorder = nullptr;  // never destroyed: hooks and exit paths may reach it late
+std::atomic<int> g_dying_signal{0};  // a terminating signal the collector is acting on
+// Arming (a program thread, after SIGUSR2) and going dormant (the
+// collector, after the last window) each happen once per window: a mutex
+// keeps CUPTI's on/off and the state change in one order.
+std::mutex g_arm_mu;  // constant-initialized
+
+// Made on first use, never destroyed: a hook can start nb from another
+// library's constructor, before this file's constructors have run.
+std::timed_mutex& start_mu() {
+  static auto* m = new std::timed_mutex;
+  return *m;
+}
+
+void dormant_state() {
+  std::lock_guard<std::mutex> lock(g_arm_mu);
+  int expected = static_cast<int>(State::Running);
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) {
+    expected = static_cast<int>(State::Ready);
+    if (!g_state.compare_exchange_strong(expected, static_cast<int>(State::Dormant))) return;
+  }
+  pause_device_callbacks();
+}
+
+void arm_state() {
+  std::lock_guard<std::mutex> lock(g_arm_mu);
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::Dormant)) return;
+  if (g_recorder != nullptr) {
+    // Device tracing rested between windows: on again before any call of
+    // the new window records (the first arming starts it with the recorder).
+    g_recorder->resume_device();
+    resume_device_callbacks();
+  }
+  set_state(g_recorder != nullptr ? State::Running : State::Ready);
+}
+
+// Whether a recorder runs that would write files at exit (Running, or
+// Dormant between windows): asked before a program kills itself.
+bool outputs_to_write() {
+  const int s = g_state.load(std::memory_order_acquire);
+  return g_recorder != nullptr && (s == static_cast<int>(State::Running) || s == static_cast<int>(State::Dormant));
+}
+
+// What the recorder asks of the shim (core/recorder.h).
+class ShimHost final : public Host {
+ public:
+  void* driver_function(const char* name) override { return driver_symbol(name); }
+  void own_thread() override { t_state.internal = true; }
+  void go_dormant() override {
+    // A signal that came while recording does not queue another window; one
+    // that comes from here on arms the next.
+    g_control.arm_request.store(false, std::memory_order_relaxed);
+    dormant_state();
+  }
+  void exit_signal(int sig) override {
+    if (exit_signal_write_only()) {
+      // The program's kill to its group follows.
+      finish(false);
+      exit_signal_written();
+      return;
+    }
+    // Said before writing, so that an exit racing this one waits for the
+    // signal, not for exit().
+    g_dying_signal.store(sig);
+    // If an exit is already writing the outputs, let it (it dies of the
+    // signal once written).
+    if (finish(false)) die_of(sig);
+  }
+};
+
+bool start_recorder() {
+  // Wait for a start in progress, but not forever: the starting thread may
+  // be blocked on the loader lock (dlopen of CUPTI) that this thread holds
+  // (a library constructor making a CUDA call inside dlopen). After the
+  // timeout the call passes through and is counted as dropped.
+  std::unique_lock<std::timed_mutex> lock(start_mu(), std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::seconds(3))) {
+    g_control.lost_at_start.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const int s = g_state.load(std::memory_order_acquire);
+  if (s == static_cast<int>(State::Running)) return true;
+  if (s != static_cast<int>(State::Ready)) return false;
+
+  RecorderSetup setup;
+  setup.settings = &settings();
+  setup.registry = thread_registry();
+  setup.names = name_table();
+  setup.python = &python_codes();
+  own_code_range(setup.own_code_begin, setup.own_code_end);
+  static auto* host = new ShimHost;
+  Recorder* recorder = make_recorder(setup, *host).release();
+  // Device time: CUPTI is started here, on the first CUDA call and before
+  // the call proceeds, so no kernel runs unobserved.
+  const Options& o = settings().options;
+  std::string why;
+  if (o.device) start_device_tracing(*recorder, o.cupti_join, why);
+  if (!recorder->start()) {
+    log::warn("cannot start the collector thread; recording disabled");
+    set_state(State::Disabled);
+    return false;
+  }
+  g_recorder = recorder;
+  set_state(State::Running);
+  install_exit_signals(outputs_to_write);
+  return true;
+}
+
+void at_exit() { finish(); }
+
+}  // namespace
+
+void arm_if_requested() {
+  bool expected = true;
+  if (!g_control.arm_request.compare_exchange_strong(expected, false)) return;
+  // The step counter stands still while dormant: the schedule counts from
+  // the step the program is in now.
+  g_control.arm_step.store(g_control.step.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_control.arm_tick.store(now_ticks(), std::memory_order_relaxed);
+  g_control.armed.store(true, std::memory_order_release);
+  arm_state();
+}
+
+bool ensure_started() {
+  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Running)) return true;
+  try {
+    return start_recorder();
+  } catch (...) {
+    set_state(State::Disabled);
+    return false;
+  }
+}
+
+void register_exit_handler() {
+  // Called after the first recorded call *returned*: the CUDA runtime and
+  // driver initialise inside that call and register their own teardown
+  // there; ours, registered after, runs before theirs (atexit is LIFO), so
+  // the final synchronize and CUPTI flush still find CUDA alive.
+  static std::atomic<bool> done{false};
+  bool expected = false;
+  if (done.compare_exchange_strong(expected, true)) std::atexit(at_exit);
+  g_exit_handler_registered.store(true, std::memory_order_release);
+}
+
+bool finish(bool wait_for_other) {
+  int expected = static_cast<int>(State::Running);
+  bool mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));
+  if (!mine && expected == static_cast<int>(State::Dormant) && g_recorder != nullptr) {
+    // Dormant between windows: the collector still runs and may hold one.
+    mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));
+  }
+  if (!mine) {
+    if (!wait_for_other) return false;
+    // Another thread is writing the outputs. If it is the collector after a
+    // terminating signal, the process must end of that signal, not return
+    // into exit() under the writer: wait for it (the device sync alone may
+    // take 5 s), then die of the signal should it not have happened yet.
+    // Otherwise (two threads exiting) give the writer some time.
+    const int dying = g_dying_signal.load();
+    const int limit = dying ? 6000 : 1000;  // 60 s / 10 s
+    for (int i = 0; i < limit && g_state.load() == static_cast<int>(State::Stopping); ++i) usleep(10000);
+    if (dying) die_of(dying);
+    return false;
+  }
+  try {
+    g_recorder->finish();
+  } catch (...) {
+    log::error("could not write the outputs (out of memory?)");
+  }
+  set_state(State::Stopped);
+  // Nothing more to write: the signals go back to their default, and one
+  // that came while the files were written (on an exit path) takes effect.
+  const int sig = release_exit_signals();
+  if (sig && wait_for_other) die_of(sig);
+  return true;
+}
+
+// A forked child shares nothing with the parent's collector thread (it does
+// not exist in the child) and its rings are copies: the child is disabled and
+// its CUDA calls pass straight through. A child that execs starts afresh.
+void on_fork_child() {
+  set_state(State::Disabled);
+  t_state = ThreadState{};
+  // No collector in the child: a SIGTERM must kill it as usual. (A signal
+  // still pending was the parent's.)
+  release_exit_signals();
+  release_trigger();
+}
+
+}  // namespace nb::shim
