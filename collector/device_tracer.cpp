@@ -225,23 +225,34 @@ uint32_t DeviceTracer::set_name(uint8_t dst) {
   return fixed_names_[key] = names_.intern(std::string("Memset (") + memory_kind_name(dst) + ")");
 }
 
+namespace {
+
+// The fields every kind of activity record nb reads has under one name.
+template <typename Activity>
+DeviceRecord common_fields(DeviceKind kind, const Activity& a) {
+  DeviceRecord d;
+  d.kind = kind;
+  d.device = a.deviceId;
+  d.context = a.contextId;
+  d.stream = a.streamId;
+  d.correlation = a.correlationId;
+  d.start = a.start;
+  d.end = a.end;
+  d.graph_id = a.graphId;
+  d.graph_node_id = a.graphNodeId;
+  return d;
+}
+
+}  // namespace
+
 template <typename CopyActivity>
 DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
-  DeviceRecord d;
-  d.kind = DeviceKind::Memcpy;
+  DeviceRecord d = common_fields(DeviceKind::Memcpy, m);
   d.copy_kind = m.copyKind;
   d.src_kind = m.srcKind;
   d.dst_kind = m.dstKind;
-  d.device = m.deviceId;
-  d.context = m.contextId;
-  d.stream = m.streamId;
-  d.correlation = m.correlationId;
-  d.start = m.start;
-  d.end = m.end;
   d.bytes = m.bytes;
   d.name = copy_name(m.copyKind, m.srcKind, m.dstKind);
-  d.graph_id = m.graphId;
-  d.graph_node_id = m.graphNodeId;
   return d;
 }
 
@@ -260,21 +271,12 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        DeviceRecord d;
-        d.kind = DeviceKind::Kernel;
-        d.device = k->deviceId;
-        d.context = k->contextId;
-        d.stream = k->streamId;
-        d.correlation = k->correlationId;
-        d.start = k->start;
-        d.end = k->end;
+        DeviceRecord d = common_fields(DeviceKind::Kernel, *k);
         d.name = kernel_name(k->name, d.raw_name);
         d.grid[0] = k->gridX; d.grid[1] = k->gridY; d.grid[2] = k->gridZ;
         d.block[0] = k->blockX; d.block[1] = k->blockY; d.block[2] = k->blockZ;
         d.registers = k->registersPerThread;
         d.shared_memory = k->staticSharedMemory + k->dynamicSharedMemory;
-        d.graph_id = k->graphId;
-        d.graph_node_id = k->graphNodeId;
         local.push_back(d);
         break;
       }
@@ -286,19 +288,10 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
         break;
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-        DeviceRecord d;
-        d.kind = DeviceKind::Memset;
+        DeviceRecord d = common_fields(DeviceKind::Memset, *m);
         d.dst_kind = static_cast<uint8_t>(m->memoryKind);
-        d.device = m->deviceId;
-        d.context = m->contextId;
-        d.stream = m->streamId;
-        d.correlation = m->correlationId;
-        d.start = m->start;
-        d.end = m->end;
         d.bytes = m->bytes;
         d.name = set_name(d.dst_kind);
-        d.graph_id = m->graphId;
-        d.graph_node_id = m->graphNodeId;
         local.push_back(d);
         break;
       }

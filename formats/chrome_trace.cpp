@@ -88,6 +88,16 @@ void append_ts(std::string& out, const TraceData& t, uint64_t ts_ns) {
   append_us_from_ns(out, static_cast<int64_t>(ts_ns - t.base_time_ns));
 }
 
+// `, "pid": P, "tid": T, "ts": TS` of an event or a flow.
+void append_place(std::string& out, const TraceData& t, int64_t pid, int64_t tid, uint64_t ts_ns) {
+  out += ", \"pid\": ";
+  append_int(out, pid);
+  out += ", \"tid\": ";
+  append_int(out, tid);
+  out += ", \"ts\": ";
+  append_ts(out, t, ts_ns);
+}
+
 void append_device(std::string& out, const DeviceProperties& d) {
   out += "{\"id\": "; append_int(out, d.id);
   out += ", \"name\": "; append_string(out, d.name);
@@ -193,12 +203,7 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
     out += category_name(e.cat);
     out += "\", \"name\": ";
     out += name_of(e.name);
-    out += ", \"pid\": ";
-    append_int(out, e.pid);
-    out += ", \"tid\": ";
-    append_int(out, e.tid);
-    out += ", \"ts\": ";
-    append_ts(out, t, e.ts_ns);
+    append_place(out, t, e.pid, e.tid, e.ts_ns);
     out += ", \"dur\": ";
     append_us_from_ns(out, static_cast<int64_t>(e.dur_ns));
     if (!e.args.empty()) {
@@ -213,12 +218,7 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
     begin_event();
     out += f.start ? "{\"ph\": \"s\", \"id\": " : "{\"ph\": \"f\", \"id\": ";
     append_uint(out, f.id);
-    out += ", \"pid\": ";
-    append_int(out, f.pid);
-    out += ", \"tid\": ";
-    append_int(out, f.tid);
-    out += ", \"ts\": ";
-    append_ts(out, t, f.ts_ns);
+    append_place(out, t, f.pid, f.tid, f.ts_ns);
     out += f.start ? ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"
                    : ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}";
     co.maybe_flush();
