@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <ctime>
 
 #include "shim/real_functions.h"
 
@@ -53,15 +54,38 @@ void restore_default(int sig) {
   sigaction(sig, &dfl, nullptr);
 }
 
-// Async-signal-safe: an atomic store, or sigaction and raise.
-void on_exit_signal(int sig) {
+// When the signal being acted on first came (CLOCK_MONOTONIC ns, 0 = none).
+std::atomic<int64_t> g_first_ns{0};
+// The same signal again within this long of the first is one event
+// delivered twice: `timeout` signals its child and then its process group,
+// and launchers forward Ctrl-C to workers that the terminal signalled too.
+constexpr int64_t kDuplicateNs = 1000000000;
+
+int64_t monotonic_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Takes `sig` as the signal to act on, unless one is already; false then.
+bool take_signal(int sig) {
+  int64_t unset = 0;
+  g_first_ns.compare_exchange_strong(unset, monotonic_now_ns());  // before the signal: a duplicate sees it
   int none = 0;
-  if (!g_control.exit_signal.compare_exchange_strong(none, sig)) {
-    // Second signal: no more waiting. The signal is blocked inside its own
-    // handler, so it lands (with the default action) when this returns.
-    restore_default(sig);
-    real_raise(sig);
-  }
+  return g_control.exit_signal.compare_exchange_strong(none, sig);
+}
+
+// Async-signal-safe: atomics and the clock, or sigaction and raise.
+void on_exit_signal(int sig) {
+  if (take_signal(sig)) return;
+  // One is being acted on already. The same signal soon after is a
+  // duplicate delivery: the files are still being written, so it is let
+  // go. A different one, or the same one later, is the user insisting: no
+  // more waiting. The signal is blocked inside its own handler, so it
+  // lands (with the default action) when this returns.
+  if (g_control.exit_signal.load() == sig && monotonic_now_ns() - g_first_ns.load() < kDuplicateNs) return;
+  restore_default(sig);
+  real_raise(sig);
 }
 
 bool is_exit_signal(int sig) {
@@ -90,8 +114,7 @@ void before_self_signal(int sig, bool group) {
   if (at_default && deliverable) {
     // Said before the signal is handed over: the collector reads it after.
     if (group) g_write_only.store(true);
-    int none = 0;
-    if (g_control.exit_signal.compare_exchange_strong(none, sig)) {
+    if (take_signal(sig)) {
       for (int i = 0; i < 3000 && !(group && g_written.load()); ++i) usleep(10000);
     } else if (group) {
       g_write_only.store(false);  // a signal from outside came first: it is handled as such
@@ -135,7 +158,9 @@ int release_exit_signals() {
       restore_default(sig);
     }
   }
-  return g_control.exit_signal.exchange(0);
+  const int pending = g_control.exit_signal.exchange(0);
+  g_first_ns.store(0);
+  return pending;
 }
 
 void die_of(int sig) {

@@ -2,8 +2,11 @@
 // the process would die without writing anything. nb takes them (only
 // those still at the default when recording starts), lets the collector
 // write what was recorded, then restores the default and raises the signal
-// again, so the process ends with the same status as without nb. A second
-// signal while the files are written ends the process at once.
+// again, so the process ends with the same status as without nb. While the
+// files are written, the same signal again within 1 s of the first is taken
+// for a duplicate delivery (`timeout` signals the child and then its group;
+// launchers forward Ctrl-C to workers the terminal signalled too) and let
+// go; any later one, or a different one, ends the process at once.
 #pragma once
 #include "core/control.h"
 

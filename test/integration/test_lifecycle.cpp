@@ -214,6 +214,34 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP at their default action: the files are writte
   }
 }
 
+// `timeout` signals its child and then its whole group; a launcher forwards
+// Ctrl-C to workers the terminal already signalled. Either way the signal
+// comes twice, the second while nb writes: the files must still come.
+TEST_CASE("a signal delivered twice (timeout, a launcher forwarding Ctrl-C): the files are still written",
+          "[integration][lifecycle][signals][no-tsan]") {
+  for (int round = 0; round < 5; ++round) {
+    for (const bool forwarded : {false, true}) {
+      DYNAMIC_SECTION((forwarded ? "forwarding launcher, round " : "timeout 1, round ") << round) {
+        nbtest::TempDir dir;
+        auto env = nbtest::shim_env(dir.file("out"));
+        env["NB_PRINT_TABLE"] = "0";
+        const std::string prog = nbtest::program("signals");
+        const auto run = forwarded ? nbtest::run({prog, "forward", "20000"}, env, dir.path())
+                                   : nbtest::run({"/usr/bin/timeout", "1", prog, "spin", "20000"}, env, dir.path());
+        INFO(run.err);
+        CHECK(run.exit_code == (forwarded ? 0 : 124));  // the worker died of SIGINT / timeout saw its child end
+        for (const char* ext : {".trace.json", ".memory.pickle", ".table.txt"}) {
+          CHECK(nbtest::file_exists(dir.file(std::string("out") + ext)));
+        }
+        for (const auto& f : nbtest::list_dir(dir.path())) CHECK(f.find(".partial") == std::string::npos);
+        if (nbtest::file_exists(dir.file("out.trace.json"))) {
+          CHECK(nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json"))).size() >= 20000);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("a program's own signal handler, or an ignored signal, stays the program's", "[integration][lifecycle][signals]") {
   nbtest::TempDir dir;
   auto r = nbtest::run_recorded(dir, "signals", {"handler"}, {{"NB_PRINT_TABLE", "0"}});

@@ -9,16 +9,23 @@
 //   signals ignore        SIGHUP ignored (as under nohup): the program carries on, exits 0
 //   signals fork          a forked child (no exec) gets SIGTERM from its parent: exits 0 if it
 //                         died of it, 4 if not
+//   signals spin N        N launches, then writes ./ready and keeps launching until a
+//                         signal ends it (the duplicate-delivery tests: `timeout`, launchers)
+//   signals forward N     a launcher: its own group and a worker (`signals spin N`, exec'ed);
+//                         once the worker is ready, SIGINT to the whole group (as Ctrl-C in a
+//                         terminal does), which the launcher forwards to its worker 10 ms
+//                         later: the worker gets SIGINT twice. Exits 0 if it died of SIGINT
 //   signals group HOW     leads a new process group with a forked child (no exec) in it, writes
 //                         the child's pid to ./child.pid, sets SIGTERM back to its default
 //                         and ends the group with it
 //                         (HOW: kill0 = kill(0, ..), killpg = kill(-pgid, ..), all = kill(-1, ..)
 //                         is not tried: it would reach every process of the user)
-#include <cuda_runtime_api.h>
+#include "fake_cuda.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,11 +48,60 @@ void some_cuda_work() {
   cudaFree(p);
   if (cudaMalloc(&p, 2 << 20) != cudaSuccess) std::exit(2);  // still live when the signal comes
 }
+void launch_forever(long ready_after) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, 1 << 20) != cudaSuccess) std::exit(2);
+  if (fake_cuda::use_primary_context() != CUDA_SUCCESS) std::exit(2);
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  const std::string image = fake_cuda::module_image({"spin_kernel"});
+  if (cuModuleLoadData(&module, image.c_str()) != CUDA_SUCCESS ||
+      cuModuleGetFunction(&fn, module, "spin_kernel") != CUDA_SUCCESS) {
+    std::exit(2);
+  }
+  for (long i = 0;; ++i) {
+    cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr);
+    if (i == ready_after) {
+      if (FILE* f = std::fopen("ready", "w")) std::fclose(f);
+    }
+    if (i > ready_after) usleep(100);
+  }
+}
+
+pid_t g_worker = 0;
+volatile sig_atomic_t g_forward = 0;
+void note_sigint(int) { g_forward = 1; }
+
+int launcher(char* self, const char* count) {
+  if (setpgid(0, 0) != 0) return 6;
+  signal(SIGINT, note_sigint);
+  g_worker = fork();
+  if (g_worker == 0) {
+    signal(SIGINT, SIG_DFL);
+    char spin[] = "spin";
+    char* args[] = {self, spin, const_cast<char*>(count), nullptr};
+    execv(self, args);
+    _exit(127);
+  }
+  for (int i = 0; i < 3000 && access("ready", F_OK) != 0; ++i) usleep(10000);
+  kill(0, SIGINT);
+  // Forwarded from the launcher's own loop a few milliseconds later, as a
+  // launcher written in Python forwards it from its handler.
+  while (!g_forward) usleep(1000);
+  usleep(10000);
+  kill(g_worker, SIGINT);
+  int status = 0;
+  while (waitpid(g_worker, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGINT ? 0 : 4;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
+  if (mode == "spin") launch_forever(argc > 2 ? std::atol(argv[2]) : 1000);
+  if (mode == "forward") return launcher(argv[0], argc > 2 ? argv[2] : "1000");
   int sig = SIGTERM;
   if (mode == "default" && argc > 2) sig = !std::strcmp(argv[2], "INT") ? SIGINT : !std::strcmp(argv[2], "HUP") ? SIGHUP : SIGTERM;
   if (mode == "handler") signal(SIGTERM, own_handler);
