@@ -11,7 +11,9 @@ frames a level; DEPTH 12 fills NB_STACK_DEPTH's 64). With stacks, nb's
 table footer says what the stacks themselves cost.
 
     LD_LIBRARY_PATH=build/test/fake_cuda [LD_PRELOAD=build/shim/libnb_shim.so NB_STACKS=...] \\
-        python3 bench/alloc_stack_cost.py [DEPTH] [BURSTS] [functions|objects] [PAUSE_MS] [gil|released]
+        python3 bench/workloads/alloc_stack.py [DEPTH] [BURSTS] [functions|objects] [PAUSE_MS] [gil|released]
+
+(bench/nbbench alloc-stack runs it bare and under nb, in alternating rounds.)
 
 PAUSE_MS (default 5) between bursts; 0 makes a flood, which the collector
 must keep up with (the table's footer counts what it could not keep).
@@ -26,7 +28,7 @@ PER_BURST = 256
 # as every PyTorch op does, so nb reads them in place (python_frames_released.cpp).
 GIL = sys.argv[5] if len(sys.argv) > 5 else "gil"
 if GIL not in ("gil", "released"):
-    sys.exit(f"alloc_stack_cost.py: the fifth argument is gil or released, not {GIL!r}")
+    sys.exit(f"alloc_stack.py: the fifth argument is gil or released, not {GIL!r}")
 rt = (ctypes.PyDLL if GIL == "gil" else ctypes.CDLL)("libcudart.so.13")
 malloc, free = rt.cudaMalloc, rt.cudaFree
 malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]

@@ -1,6 +1,6 @@
 // What reading a clock costs on this machine (the shim reads one twice per
 // intercepted call): CLOCK_MONOTONIC through the vDSO against the raw TSC.
-//   nb-bench-clock    prints "<clock> <ns per read>"
+//   nb-bench-clock    prints "<clock> <ns per read>"    (bench/nbbench clock)
 #include <x86intrin.h>
 
 #include <chrono>

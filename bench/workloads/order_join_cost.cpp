@@ -4,7 +4,7 @@
 // 5 grids, so the join compares details. Prints ns per call + record and
 // how many calls are still kept afterwards (joined calls leave at once).
 //
-//   build/bench/nb-bench-order-join [CALLS]
+//   build/bench/nb-bench-order-join [CALLS]    (bench/nbbench order-join)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

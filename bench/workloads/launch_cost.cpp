@@ -2,7 +2,7 @@
 // cuLaunchKernel (reached as the CUDA runtime reaches it, through a
 // cuGetProcAddress answer), of cuMemAlloc_v2 + cuMemFree_v2 pairs, and of
 // cuLaunchKernel by plain symbol. Run it bare and with the shim preloaded
-// (bench/launch_cost.sh does both, alternately) and subtract.
+// (`bench/nbbench launch-cost` does both, alternately) and subtract.
 //
 // Calls are timed in bursts of 4096 with a 20 ms pause between bursts, so
 // the collector has drained the thread's ring (16384 records) before the

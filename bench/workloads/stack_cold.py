@@ -8,7 +8,7 @@ process that imported torch (its ~400 libraries loaded) unless NO_TORCH is
 set. Medians of 2,000 captures (300 above 4 MiB); the clock's cost is taken
 off.
 
-    python3 bench/gpu/stack_cold_bench.py LIBPROBE.so LIBUNWIND.so [KIB ...]
+    python3 bench/workloads/stack_cold.py LIBPROBE.so LIBUNWIND.so [KIB ...]    (bench/nbbench stack-cold)
 """
 import ctypes, os, sys
 
