@@ -17,13 +17,12 @@ cp "$build/scripts/nbprof" "$build/scripts/nb-demo" "$c/scripts/"
 cp "$build/bench/nb-bench-launch" "$build/bench/nb-bench-clock" "$c/bench/"
 cp -a "$build"/test/fake_cuda/lib*.so* "$c/test/fake_cuda/"
 cp "$build/test/programs/libpy_frames_probe.so" "$c/test/programs/"  # py_frames_check.py, bench/gpu/stack_cold_bench.py
-nvcc -O2 -arch=sm_90 -o "$c/bench/cublas_static" "$top/bench/gpu/cublas_static.cu" -lcublas
+nvcc -O2 -arch=sm_90 -o "$c/bench/cublas_static" "$top/bench/workloads/cublas_static.cu" -lcublas
 nvcc -O2 -arch=sm_90 -o "$c/bench/launch_cupti" "$top/bench/gpu/launch_cupti.cu"
 nvcc -O2 -arch=sm_90 -o "$c/bench/cupti_probe" "$top/bench/gpu/cupti_probe.cu" -lcupti -Xlinker -rpath,/usr/local/cuda/lib64
-nvcc -g -O1 -arch=sm_90 -o "$c/bench/leak" "$top/bench/gpu/leak.cu"
-nvcc -O2 -arch=sm_90 -o "$c/bench/threads_join" "$top/bench/gpu/threads_join.cu"
-nvcc -O2 -arch=sm_90 -o "$c/bench/graph_join" "$top/bench/gpu/graph_join.cu"
-gcc -O1 -shared -fPIC -o "$c/bench/segv_trace.so" "$top/bench/gpu/segv_trace.c"
+nvcc -g -O1 -arch=sm_90 -o "$c/bench/leak" "$top/bench/workloads/leak.cu"
+nvcc -O2 -arch=sm_90 -o "$c/bench/threads_join" "$top/bench/workloads/threads_join.cu"
+nvcc -O2 -arch=sm_90 -o "$c/bench/graph_join" "$top/bench/workloads/graph_join.cu"
 gcc -O2 -shared -fPIC -o "$c/bench/count_phdr.so" "$top/bench/gpu/count_phdr.c" -ldl
 grep -qx '/.carry/' "$top/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$top/.git/info/exclude"
 du -sh "$c"

@@ -1,9 +1,7 @@
 """PyTorch allocations from known Python lines, to check on a GPU that nb's
 snapshot gives them their Python frames (PyTorch's operators release the
-GIL before allocating). Under nb:
-
-    LD_PRELOAD=.carry/shim/libnb_shim.so NB_OUT=/tmp/tf [NB_TORCH_ALLOCS=1] python3 bench/gpu/torch_frames.py
-    python3 bench/gpu/snapshot_frames.py /tmp/tf.memory.pickle torch_frames.py
+GIL before allocating): every allocation in the snapshot must carry frames
+of this file (bench/nbbench memory-check, with and without NB_TORCH_ALLOCS).
 """
 import torch
 

@@ -4,7 +4,7 @@
 // and join every kernel anyway. Prints how many kernels it launched itself
 // and how many GEMMs it asked cuBLAS for.
 //
-//   nvcc -O2 -arch=sm_90 -o cublas_static bench/gpu/cublas_static.cu -lcublas
+//   nvcc -O2 -arch=sm_90 -o cublas_static cublas_static.cu -lcublas    (bench/nbbench carry)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

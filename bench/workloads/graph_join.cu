@@ -1,9 +1,10 @@
 // CUDA graph launches on a real GPU: a graph of two kernels and a set,
 // captured from a stream, then the same work once eagerly, then the graph
-// launched LAUNCHES times with a plain kernel launch between launches. Each node's work should appear on its stream, joined to
-// the cudaGraphLaunch that ran it (bench/gpu/graph_joined.py).
+// launched LAUNCHES times with a plain kernel launch between launches. Each
+// node's work should appear on its stream, joined to the cudaGraphLaunch that
+// ran it (bench/nbbench device-check; nbb/checks.py graph_joined).
 //
-//   nvcc -O2 -arch=sm_90 -o graph_join bench/gpu/graph_join.cu
+//   nvcc -O2 -arch=sm_90 -o graph_join graph_join.cu    (bench/nbbench carry)
 //   ./graph_join [LAUNCHES]
 #include <cuda_runtime.h>
 

@@ -1,5 +1,6 @@
 """A few launches and allocations from CuPy or JAX, run under the shim to see
-that their paths to the driver are recorded (python3 frameworks_smoke.py cupy|jax)."""
+that their paths to the driver are recorded and their device work joined
+(python3 frameworks.py cupy|jax; bench/nbbench device-check)."""
 import sys
 
 which = sys.argv[1]

@@ -1,6 +1,7 @@
-// A real-CUDA leak for the memory notebook's acceptance (issue 4): allocates
-// and frees in a loop, keeps one allocation made in leak_one(). Built with -g
-// so the snapshot's surviving segment can name this file's line.
+// A real-CUDA leak for the memory check (bench/nbbench memory-check):
+// allocates and frees in a loop, keeps one allocation made in leak_one().
+// Built with -g so the snapshot's surviving segment can name this file's
+// line.
 #include <cuda_runtime.h>
 #include <cstdio>
 

@@ -4,9 +4,9 @@
 // came from: launch i of thread t has grid (i + 1, t + 1); its memset sets
 // 4 * (t * ITERS + i + 1) bytes, its device-to-device copy as many. So a
 // device record joined to the wrong host call shows it
-// (bench/gpu/threads_joined.py).
+// (nbb/checks.py threads_joined).
 //
-//   nvcc -O2 -arch=sm_90 -o threads_join bench/gpu/threads_join.cu
+//   nvcc -O2 -arch=sm_90 -o threads_join threads_join.cu    (bench/nbbench carry)
 //   ./threads_join [THREADS] [ITERS]
 #include <cuda_runtime.h>
 
