@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from . import scenarios_gpu, scenarios_host, scenarios_perf  # noqa: F401  (they register scenarios)
+from . import batch, scenarios_gpu, scenarios_host, scenarios_perf  # noqa: F401  (they register scenarios)
 from .registry import SCENARIOS
 from .run import ROOT, Context, Missing
 
