@@ -30,8 +30,7 @@ NB_MODES = {
 GPU_PROGRAMS = {
     "libnbb_cupti_floor.so": ["gcc", "-O2", "-shared", "-fPIC", "-I{cuda}/include", "-o", "{out}",
                               "{src}/cupti_floor.c", "-L{cuda}/lib64", "-lcupti", "-Wl,-rpath,{cuda}/lib64"],
-    "launch_loop": ["nvcc", "-O2", "-arch=sm_90", "-o", "{out}", "{src}/launch_loop.cu", "-L{bin}",
-                    "-lnbb_cupti_floor", "-Xlinker", "-rpath,$ORIGIN:{cuda}/lib64", "-lcupti", "-L{cuda}/lib64"],
+    "launch_loop": ["nvcc", "-O2", "-arch=sm_90", "-o", "{out}", "{src}/launch_loop.cu"],
     "cublas_static": ["nvcc", "-O2", "-arch=sm_90", "-o", "{out}", "{src}/cublas_static.cu", "-lcublas"],
     "leak": ["nvcc", "-g", "-O1", "-arch=sm_90", "-o", "{out}", "{src}/leak.cu"],
     "threads_join": ["nvcc", "-O2", "-arch=sm_90", "-o", "{out}", "{src}/threads_join.cu"],

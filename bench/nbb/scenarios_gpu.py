@@ -4,6 +4,7 @@ check prints PASS or FAIL with what it saw (nbb/checks.py)."""
 import os
 import shlex
 import signal
+import subprocess
 import time
 
 from . import checks
@@ -193,7 +194,13 @@ def window_check(ctx, a):
         if p is not None and not ctx.dry:
             time.sleep(a.signal_after)
             os.kill(p.pid, signal.SIGUSR2)
-            stdout, stderr = p.communicate(timeout=ctx.time_left(600))
+            try:
+                stdout, stderr = p.communicate(timeout=ctx.time_left(600))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                stdout, stderr = p.communicate()
+            with open(ctx.path("signal.log"), "a") as f:
+                f.write(stdout + stderr + f"[exit {p.returncode}]\n")
             end_ns = int(next((l.split()[1] for l in stdout.splitlines() if l.startswith("end_ns")), "0"))
             written = os.path.getmtime(ctx.path("t.w1.trace.json")) if os.path.exists(ctx.path("t.w1.trace.json")) else 0
             ctx.say(f"window written {end_ns / 1e9 - written:.0f} s before the program ended; exit {p.returncode}")

@@ -12,10 +12,13 @@
 //   nb            under the shim with NB_TRIGGER=signal: the program sends
 //                 itself SIGUSR2, which opens or closes nb's window
 //   cupti:FLAGS   CUPTI used directly, without nb (cupti_floor.c; FLAGS as
-//                 there, e.g. cupti:act or cupti:act,ts,cb,flush)
+//                 there, e.g. cupti:act or cupti:act,ts,cb,flush), from
+//                 libnbb_cupti_floor.so beside this program, loaded only then
 //
-//   nvcc -O2 -arch=sm_90 -o launch_loop launch_loop.cu -lnbb_cupti_floor -lcupti   (bench/nbbench carry)
+//   nvcc -O2 -arch=sm_90 -o launch_loop launch_loop.cu    (bench/nbbench carry)
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,10 +29,28 @@
 #include <string>
 #include <vector>
 
-extern "C" int nbb_cupti_on(const char* flags);
-extern "C" int nbb_cupti_off(void);
-
 __global__ void empty() {}
+
+struct Floor {
+  int (*on)(const char*) = nullptr;
+  int (*off)() = nullptr;
+};
+
+// libnbb_cupti_floor.so from this program's folder.
+static Floor load_floor() {
+  char self[PATH_MAX] = {};
+  Floor f;
+  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return f;
+  std::string path(self);
+  path = path.substr(0, path.rfind('/') + 1) + "libnbb_cupti_floor.so";
+  if (void* h = dlopen(path.c_str(), RTLD_NOW)) {
+    f.on = reinterpret_cast<int (*)(const char*)>(dlsym(h, "nbb_cupti_on"));
+    f.off = reinterpret_cast<int (*)()>(dlsym(h, "nbb_cupti_off"));
+  } else {
+    std::fprintf(stderr, "launch_loop: %s\n", dlerror());
+  }
+  return f;
+}
 
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -41,6 +62,8 @@ int main(int argc, char** argv) {
   const std::string tracer = argc > 2 ? argv[2] : "";
   const bool nb = tracer == "nb";
   const bool cupti = tracer.rfind("cupti:", 0) == 0;
+  const Floor floor = cupti ? load_floor() : Floor();
+  if (cupti && !floor.on) return 4;
   const int per_burst = 500;
   cudaStream_t s;
   if (cudaStreamCreate(&s) != cudaSuccess) return 1;
@@ -55,7 +78,7 @@ int main(int argc, char** argv) {
         raise(SIGUSR2);            // opens or closes nb's window
         cudaStreamSynchronize(s);  // nb arms at the next CUDA call
         usleep(300000);            // a closed window is written meanwhile, off the clock
-      } else if (const int rc = want ? nbb_cupti_on(tracer.c_str() + 6) : nbb_cupti_off()) {
+      } else if (const int rc = want ? floor.on(tracer.c_str() + 6) : floor.off()) {
         std::fprintf(stderr, "launch_loop: CUPTI error %d\n", rc);
         return 3;
       }
