@@ -6,7 +6,7 @@ import statistics
 from .footer import dropped, footer_lines
 from .pairs import Pairs, abba
 from .registry import csv, option, scenario
-from .run import ROOT
+from .run import NB_MODES, ROOT
 
 
 @scenario("launch-cost", gpu=False,
@@ -95,7 +95,7 @@ def order_join(ctx, a):
                 "(records dropped, stacks lost)",
           options=[option("--rounds", type=int, default=5),
                    option("--modes", type=csv, default=["bare", "none", "memory"],
-                          help="bare and NB_STACKS values, comma-separated"),
+                          help="bare, NB_STACKS values and nb modes (libunwind, stacksall16, ...)"),
                    option("--depth", type=int, default=20), option("--bursts", type=int, default=40),
                    option("--shape", choices=["functions", "objects"], default="functions"),
                    option("--pause-ms", type=float, default=5),
@@ -104,7 +104,7 @@ def order_join(ctx, a):
 def alloc_stack(ctx, a):
     """cudaMalloc + cudaFree on the fake runtime through ctypes from a Python
     stack DEPTH deep (workloads/alloc_stack.py), bare and under nb with each
-    NB_STACKS value (NB_DEVICE=0), ABBA rounds; ns per call, and each nb
+    NB_STACKS value or nb mode (NB_DEVICE=0), ABBA rounds; ns per call, and each nb
     run's footer (stacks taken and their measured cost, records dropped,
     stacks lost). --shape objects nests callable objects, as PyTorch's
     modules are (DEPTH 12 fills 64 native frames); --pause-ms 0 makes a
@@ -120,9 +120,9 @@ def alloc_stack(ctx, a):
         for mode in abba(i, modes):
             env = {"LD_LIBRARY_PATH": b.fake_dir}
             if mode != "bare":
-                stacks, _, base = mode.partition("@")
+                name, _, base = mode.partition("@")
                 env.update(LD_PRELOAD=os.path.abspath(a.base_shim) if base else b.shim, NB_OUT=ctx.path(f"{mode}-{i}"),
-                           NB_PRINT_TABLE="0", NB_DEVICE="0", NB_STACKS=stacks)
+                           NB_PRINT_TABLE="0", **NB_MODES.get(name, {"NB_STACKS": name}), NB_DEVICE="0")
             out = ctx.run(cmd, env=env, log="alloc-stack")
             p.add(mode, i, out.value("ns_per_call"))
             ctx.say(f"{mode} {i} ns_per_call {out.value('ns_per_call')}")
