@@ -1,6 +1,8 @@
 """bench/nbbench on a machine without a GPU: the pairing helper, the checks
 on small traces, the host scenarios on the fake CUDA stack, the CUPTI floor
-library on the fake CUPTI, and every GPU scenario as a dry run.
+library on the fake CUPTI, every GPU scenario as a dry run, and the GPU
+scenarios that run on a stand-in for PyTorch (fake_torch/, whose kernels go
+to the fake CUDA runtime) for real.
 
     NB_BUILD=build python3 bench/test_nbbench.py      (meson test bench)
 """
@@ -23,10 +25,10 @@ BUILD = os.environ.get("NB_BUILD", os.path.join(os.path.dirname(BENCH), "build")
 NBBENCH = [sys.executable, os.path.join(BENCH, "nbbench")]
 
 
-def nbbench(*args):
+def nbbench(*args, env=None):
     out = tempfile.mkdtemp(prefix="nbbench-test-")
     p = subprocess.run(NBBENCH + list(args) + ["--build", BUILD, "--out", out], capture_output=True, text=True,
-                       timeout=150)
+                       timeout=150, env=dict(os.environ, **(env or {})))
     return p.returncode, p.stdout + p.stderr, out
 
 
@@ -163,6 +165,51 @@ class GpuScenariosTest(unittest.TestCase):
                                capture_output=True, text=True)
             self.assertNotEqual(p.returncode, 0)
             self.assertNotIn("Traceback", p.stderr)
+
+
+class FakeGpuTest(unittest.TestCase):
+    """GPU scenarios on fake_torch and the fake CUDA stack: nb is really
+    preloaded, armed by signals, cut into steps, and its files are read."""
+
+    def run_fake(self, *args):
+        fakes = os.path.join(BUILD, "test", "fake_cuda")
+        rc, out, folder = nbbench(*args, env={"PYTHONPATH": os.path.join(BENCH, "fake_torch"),
+                                              "NBB_FAKE_CUDART": os.path.join(fakes, "libcudart.so.13"),
+                                              "NBB_CUDA_LIB": fakes})
+        self.assertEqual(rc, 0, out)
+        return out, folder
+
+    def test_overhead(self):
+        out, _ = self.run_fake("overhead", "--modes", "nostacks,cupti,memhist-all,prof-cuda", "--pairs", "2")
+        for row in ("| nb, NB_STACKS=none | 2 |", "| CUPTI kernel + copy + set activity alone (the floor) | 2 |",
+                    '| memory history, stacks="all" | 2 |', "| torch.profiler, CUDA activity only | 2 |"):
+            self.assertIn(row, out)
+        self.assertIn("nostacks: Device records: 96 (0 dropped by CUPTI)", out)
+
+    def test_pairs(self):
+        out, folder = self.run_fake("pairs", "--modes", "nostacks,dormant", "--rounds", "2", "--report",
+                                    "threads,phases")
+        self.assertIn("| dormant | 2 |", out)
+        with open(os.path.join(folder, "processes.txt")) as f:
+            text = f.read()
+        self.assertIn("nostacks 1 phase", text)
+        self.assertIn("nostacks 0 Calls: ", text)
+
+    def test_compare(self):
+        _, folder = self.run_fake("compare", "--pairs", "1", "--process-pairs", "1", "--reps", "0")
+        with open(os.path.join(folder, "compare.md")) as f:
+            self.assertEqual(f.read().count("| 1 | **"), 9)
+
+    def test_windows(self):
+        out, _ = self.run_fake("window-check", "--parts", "census,kernel,signal", "--signal-after", "1")
+        self.assertIn("suggested: NB_STEP='kernel:fake_cat'", out)
+        self.assertEqual(out.count("PASS the window holds exactly its ProfilerStep spans"), 2, out)
+        self.assertNotIn("FAIL", out)
+
+    def test_interrupt_handover_demo(self):
+        for scenario, passes in (("interrupt", 2), ("handover", 1), ("demo", 4)):
+            out, _ = self.run_fake(scenario)
+            self.assertEqual(out.count("\nPASS "), passes, out)
 
 
 FLOOR_CHILD = """

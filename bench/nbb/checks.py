@@ -278,7 +278,8 @@ def window(trace_path, expected_steps):
         else:
             per[s] += 1
     names = [n for _, _, n in spans]
-    annotations = collections.Counter((e["cat"], e["name"]) for e in ev if "annotation" in e.get("cat", ""))
+    annotations = collections.Counter((e["cat"], e["name"]) for e in ev if "annotation" in e.get("cat", "")
+                                      and not str(e.get("name", "")).startswith("ProfilerStep#"))
     lines = [f"{os.path.basename(trace_path)}: {len(spans)} ProfilerStep spans {names[:1]}..{names[-1:]}, "
              f"{len(kernels)} kernels, per step {sorted(set(per.values()))}, outside any step {outside}"]
     if annotations:

@@ -119,8 +119,8 @@ class Context:
 
     def gpu_env(self):
         """What every process on the GPU machine gets: CUPTI on the loader's
-        path."""
-        lib = "/usr/local/cuda/lib64"
+        path (NBB_CUDA_LIB, default /usr/local/cuda/lib64)."""
+        lib = os.environ.get("NBB_CUDA_LIB", "/usr/local/cuda/lib64")
         old = os.environ.get("LD_LIBRARY_PATH", "")
         return {"LD_LIBRARY_PATH": lib + (":" + old if old else ""), "PYTHONUNBUFFERED": "1"}
 
@@ -152,6 +152,8 @@ class Context:
         try:
             p = subprocess.run([str(c) for c in cmd], env=full, capture_output=True, text=True, timeout=timeout)
             text, rc = p.stdout + p.stderr, p.returncode
+        except OSError as e:  # no such program here (nvidia-smi, nsys)
+            text, rc = f"cannot run {cmd[0]}: {e}\n", 127
         except subprocess.TimeoutExpired as e:
             text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text += f"\n[timed out after {timeout} s]\n"

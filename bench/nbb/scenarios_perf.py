@@ -198,7 +198,7 @@ def launch_gpu(ctx, a):
           options=[option("--pairs", type=int, default=10, help="in-process pairs per mode"),
                    option("--process-pairs", type=int, default=20, help="process pairs of nb default (0: none)"),
                    option("--deadline", type=float, default=420, help="at most this many s of process pairs"),
-                   option("--reps", type=int, default=3, help="processes per launch-bound configuration")])
+                   option("--reps", type=int, default=3, help="processes per launch-bound configuration (0: none)")])
 def compare(ctx, a):
     """One table, one run: the decode loop under bare; nb default; nb
     NB_STACKS=all; nb NB_TORCH_ALLOCS=1 (against bare with the same
@@ -212,8 +212,10 @@ def compare(ctx, a):
     targets = {"default": "≤ 1.05", "stacksall": "≤ 1.20", "torchallocs": "≤ 1.20, below memory history all"}
     ctx.section("in-process pairs")
     rows = inprocess_runs(ctx, ["default", "stacksall", "torchallocs"] + PEERS, a.pairs)
-    ctx.section("launch-bound loop")
-    launch = launch_runs(ctx, a.reps, 400, ["act"], ["default"])
+    launch = {}
+    if a.reps:
+        ctx.section("launch-bound loop")
+        launch = launch_runs(ctx, a.reps, 400, ["act"], ["default"])
     proc = None
     if a.process_pairs:
         ctx.section(f"process pairs of nb default, at most {a.process_pairs} rounds or {a.deadline:.0f} s")
@@ -241,4 +243,4 @@ def compare(ctx, a):
 
 def machine(ctx):
     gpu = ctx.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], log="machine")
-    return f"{gpu.strip() or 'no GPU'} ({os.cpu_count()} CPUs, {platform.node()})"
+    return f"{gpu.strip() if gpu.rc == 0 and gpu.strip() else 'no GPU'} ({os.cpu_count()} CPUs, {platform.node()})"
