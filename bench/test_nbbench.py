@@ -206,9 +206,10 @@ class FakeGpuTest(unittest.TestCase):
         self.assertEqual(out.count("PASS the window holds exactly its ProfilerStep spans"), 2, out)
         self.assertNotIn("FAIL", out)
 
-    def test_interrupt_handover_demo(self):
-        for scenario, passes in (("interrupt", 2), ("handover", 1), ("demo", 4)):
-            out, _ = self.run_fake(scenario)
+    def test_interrupt_handover_demo_frames(self):
+        for args, passes in ((["interrupt"], 2), (["handover"], 1), (["demo"], 4),
+                             (["memory-check", "--parts", "frames"], 2)):
+            out, _ = self.run_fake(*args)
             self.assertEqual(out.count("\nPASS "), passes, out)
 
 

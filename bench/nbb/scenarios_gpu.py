@@ -120,6 +120,8 @@ def memory_check(ctx, a):
         peak = bare.value("max_memory_allocated", cast=int)
         if peak or ctx.dry:
             ctx.check(checks.snapshot_peak, snap, peak)
+        else:
+            ctx.say("FAIL the program without nb printed no peak of its own")
         ctx.check(checks.trace_sizes, ctx.path("gen.trace.json"))
     if "leak" in a.parts:
         ctx.section("a real-CUDA leak")

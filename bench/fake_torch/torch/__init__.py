@@ -3,7 +3,8 @@ and inprocess.py to run on a machine without a GPU (bench/test_nbbench.py):
 a decode step's forward pass, argmax and cat are three kernels launched on
 the fake CUDA runtime of test/fake_cuda (its path in NBB_FAKE_CUDART), so
 that nb, preloaded, records, arms and finds steps as it would on a real one.
-Tensors are opaque; nothing is computed."""
+Tensors are opaque, nothing is computed; `empty` allocates on the fake
+device with cudaMallocAsync, as PyTorch does with NB_TORCH_ALLOCS=1."""
 import contextlib
 import ctypes
 import os
@@ -20,6 +21,9 @@ class dim3(ctypes.Structure):
 
 _rt = ctypes.CDLL(os.environ["NBB_FAKE_CUDART"])
 _rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_rt.cudaMallocAsync.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p]
+_rt.cudaFreeAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+uint8 = "uint8"
 _kernels = {}  # name -> a buffer whose address stands for the kernel's stub
 
 
@@ -33,6 +37,19 @@ def _launch(name):
 
 
 class Tensor:
+    def __init__(self, nbytes=0):
+        self.nbytes, self.ptr = nbytes, ctypes.c_void_p()
+        if nbytes and _rt.cudaMallocAsync(ctypes.byref(self.ptr), nbytes, None):
+            raise RuntimeError("cudaMallocAsync failed")
+
+    def __del__(self):
+        if self.ptr.value:
+            _rt.cudaFreeAsync(self.ptr, None)
+
+    def __add__(self, other):
+        _launch("fake_add")
+        return Tensor(self.nbytes)
+
     def clone(self):
         return Tensor()
 
@@ -57,6 +74,10 @@ def device(name):
 
 def randint(low, high, size, device=None):
     return Tensor()
+
+
+def empty(n, dtype=None, device=None):
+    return Tensor(n)
 
 
 def cat(tensors, dim=0):
