@@ -25,13 +25,13 @@ CARRIED = ["shim/libnb_shim.so", "shim/nb-libs", "collector/nb-options", "script
 # would end after PART_BUDGET_S, and stops any process still running at
 # PART_DEADLINE_S, so that its results are packed and come back.
 PARTS = [
-    [("demo", [], 20), ("device-check", [], 100), ("window-check", [], 120), ("handover", [], 50),
-     ("interrupt", [], 30)],
-    [("memory-check", [], 150), ("corr-order", [], 40), ("py-frames", ["--bench"], 20), ("stack-cold", [], 40),
-     ("launch-cost", ["--pairs", "5"], 40), ("launch-cost", ["--pairs", "5", "--dormant"], 30), ("clock", [], 5),
-     ("alloc-stack", ["--rounds", "3"], 20)],
-    [("compare", ["--process-pairs", "0"], 240), ("launch-gpu", ["--cupti", "act+ts+cb+flush", "--reps", "2"], 70)],
-    [("overhead", ["--modes", "nostacks,callback,nojoin"], 100),
+    [("demo", [], 15), ("device-check", [], 100), ("window-check", [], 120), ("handover", [], 45),
+     ("interrupt", [], 25)],
+    [("memory-check", [], 200), ("corr-order", [], 35), ("py-frames", ["--bench"], 15), ("stack-cold", [], 35),
+     ("launch-cost", ["--pairs", "5"], 30), ("alloc-stack", ["--rounds", "3"], 20)],
+    [("compare", ["--process-pairs", "0"], 200), ("launch-gpu", ["--cupti", "act+ts+cb+flush", "--reps", "2"], 50),
+     ("launch-cost", ["--pairs", "5", "--dormant"], 30), ("clock", [], 5)],
+    [("overhead", ["--modes", "nostacks,callback,nojoin"], 90),
      ("pairs", ["--modes", "nostacks,stacksall", "--rounds", "20", "--deadline", "180", "--report", "threads"], 210)],
 ]
 PART_BUDGET_S = 480
