@@ -6,9 +6,9 @@ to the fake CUDA runtime) for real.
 
     NB_BUILD=build python3 bench/test_nbbench.py      (meson test bench)
 """
-import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,10 +23,17 @@ import nbb.cli  # noqa: E402,F401  (registers the scenarios)
 
 BUILD = os.environ.get("NB_BUILD", os.path.join(os.path.dirname(BENCH), "build"))
 NBBENCH = [sys.executable, os.path.join(BENCH, "nbbench")]
+FOLDERS = []  # the runs' results, removed at the end
+
+
+def tearDownModule():
+    for folder in FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def nbbench(*args, env=None):
     out = tempfile.mkdtemp(prefix="nbbench-test-")
+    FOLDERS.append(out)
     p = subprocess.run(NBBENCH + list(args) + ["--build", BUILD, "--out", out], capture_output=True, text=True,
                        timeout=150, env=dict(os.environ, **(env or {})))
     return p.returncode, p.stdout + p.stderr, out
@@ -87,6 +94,7 @@ def kernel(eid, ts, name="k", **args):
 class ChecksTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="nbbench-checks-")
+        FOLDERS.append(self.dir)
 
     def test_joined(self):
         ev = [call(1, 10), kernel(1, 20), {"ph": "s", "id": 1, "ts": 10}, {"ph": "f", "id": 1, "ts": 20}]
