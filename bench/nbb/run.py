@@ -50,11 +50,11 @@ class Build:
         self.strict = strict  # False (--dry-run): a missing file is noted, not fatal
         self.missing = []
 
-    def file(self, *parts, need=True):
+    def file(self, *parts):
         p = os.path.join(self.path, *parts)
-        if need and not os.path.exists(p) and not self.strict:
+        if not os.path.exists(p) and not self.strict:
             self.missing.append(p)
-        elif need and not os.path.exists(p):
+        elif not os.path.exists(p):
             raise Missing(f"{p} is missing: build it (ninja -C BUILD), or on the GPU machine carry it "
                           f"(bench/nbbench carry --build BUILD)")
         return p
@@ -131,7 +131,7 @@ class Context:
         return [self.python, self.workload("decode.py"), *map(str, args)]
 
     # --- running --------------------------------------------------------------------
-    def run(self, cmd, env=None, log=None, timeout=600, check=False, background=False):
+    def run(self, cmd, env=None, log=None, timeout=600, background=False):
         """Runs cmd with os.environ + env; its stdout and stderr are kept in
         OUT/work/<log>.log (default: the program's name) and returned as one
         text (stdout first). With --dry-run, prints the command and returns ''."""
@@ -160,8 +160,6 @@ class Context:
             rc = 124
         with open(log_path, "a") as f:
             f.write(text + f"[exit {rc}]\n")
-        if check and rc != 0:
-            raise RuntimeError(f"{shown} exited {rc}:\n{text[-2000:]}")
         return Result(text, rc)
 
     def check(self, fn, *args):

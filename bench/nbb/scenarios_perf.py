@@ -36,14 +36,16 @@ MODE_NAMES = {
 
 def inprocess_runs(ctx, modes, pairs):
     """Runs workloads/inprocess.py: one process per nb mode (nb dormant
-    between windows), one bare process for all the peers. Returns
-    {mode: row}, row as Pairs.row, plus 'footers'."""
+    between windows), one bare process for CUPTI alone and one for the other
+    peers. Returns {mode: row}, row as Pairs.row, plus 'footers'."""
     rows = {}
-    nb_modes = [m for m in modes if m in NB_MODES]
-    peers = [m for m in modes if m in PEERS]
-    runs = [(m, ["nb"], dict(ctx.gpu_env(), **ctx.nb_env(m, f"ip-{m}", NB_TRIGGER="signal"))) for m in nb_modes]
+    runs = [(m, ["nb"], dict(ctx.gpu_env(), **ctx.nb_env(m, f"ip-{m}", NB_TRIGGER="signal")))
+            for m in modes if m in NB_MODES]
+    if "cupti" in modes:
+        runs.append(("cupti", ["cupti"], dict(ctx.gpu_env(), NBB_CUPTI_FLOOR=ctx.build.bench("libnbb_cupti_floor.so"))))
+    peers = [m for m in modes if m in PEERS and m != "cupti"]
     if peers:
-        runs.append(("peers", peers, dict(ctx.gpu_env(), NBB_CUPTI_FLOOR=ctx.build.bench("libnbb_cupti_floor.so"))))
+        runs.append(("peers", peers, ctx.gpu_env()))
     for tag, which, env in runs:
         out = ctx.run([ctx.python, ctx.workload("inprocess.py"), "--modes", ",".join(which), "--pairs", pairs],
                       env=env, log=f"inprocess-{tag}", timeout=900)
@@ -55,8 +57,8 @@ def inprocess_runs(ctx, modes, pairs):
                           "max": max(ratios), "median_s": float(w[w.index("on_median") + 1]),
                           "base_median_s": float(w[w.index("off_median") + 1]), "ratios": ratios}
         footers = [line.split(" ", 2) for line in out.lines("footer w")]  # the last window's account
-        for mode in which if tag == "peers" else [tag]:
-            rows.get(mode, {})["footers"] = [f[2] for f in footers if f[1] == footers[-1][1]] if footers else []
+        if tag in rows and footers:
+            rows[tag]["footers"] = [f[2] for f in footers if f[1] == footers[-1][1]]
         if out.rc and not ctx.dry:
             ctx.say(f"inprocess {tag} exited {out.rc}: {out.strip().splitlines()[-1:]}")
     return rows
@@ -83,8 +85,8 @@ def overhead(ctx, a):
     ABBA, the switching off the clock (workloads/inprocess.py): for each nb
     mode a process under the shim with NB_TRIGGER=signal, SIGUSR2 opening
     and closing each window (off: nb dormant, about 7 ns a hooked call);
-    the peers in one bare process, started and stopped through their own
-    APIs. Prints the median of the on/off ratios and each window's footer
+    the peers in bare processes (CUPTI alone in one of its own), started and
+    stopped through their own APIs. Prints the median of the on/off ratios and each window's footer
     (stacks taken and their measured cost)."""
     bad = [m for m in a.modes if m not in NB_MODES and m not in PEERS]
     if bad:
