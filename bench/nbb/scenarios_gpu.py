@@ -47,6 +47,7 @@ def device_check(ctx, a):
         ctx.run(ctx.decode("steps", ctx.work, "nb"), env=dict(env, **ctx.nb_env("default", "nb")), log="steps")
         ctx.run(ctx.decode("steps", ctx.work, "torch"), env=env, log="steps")
         ctx.check(checks.steps_compare, ctx.work)
+        table_lines(ctx, "nb")
     for fw in ("cupy", "jax"):
         if fw in a.parts:
             ctx.section(fw)
@@ -69,6 +70,7 @@ def device_check(ctx, a):
         out = ctx.run(ctx.decode("graph", 5, 3), env=dict(env, **ctx.nb_env("default", "tgraph")), log="tgraph")
         ctx.say(*out.lines("torch_graph"))
         ctx.check(checks.capture_joined, ctx.path("tgraph.trace.json"))
+        table_lines(ctx, "tgraph")
 
 
 @scenario("corr-order", gpu=True,
@@ -249,7 +251,8 @@ def table_lines(ctx, tag):
     try:
         with open(ctx.path(f"{tag}.table.txt")) as f:
             for line in f:
-                if line.startswith(("Device records", "No device time", "Device time stops")) or "no device record" in line:
+                if line.startswith(("Device records", "No device time", "Device time stops", "nb's own cost")) \
+                        or "no device record" in line:
                     ctx.say("  " + line.strip())
     except OSError:
         if not ctx.dry:

@@ -86,8 +86,8 @@ def overhead(ctx, a):
     mode a process under the shim with NB_TRIGGER=signal, SIGUSR2 opening
     and closing each window (off: nb dormant, about 7 ns a hooked call);
     the peers in bare processes (CUPTI alone in one of its own), started and
-    stopped through their own APIs. Prints the median of the on/off ratios and each window's footer
-    (stacks taken and their measured cost)."""
+    stopped through their own APIs. Prints the median of the on/off ratios
+    and each window's footer (stacks taken and their measured cost)."""
     bad = [m for m in a.modes if m not in NB_MODES and m not in PEERS]
     if bad:
         raise SystemExit(f"overhead: unknown mode {bad[0]}")
