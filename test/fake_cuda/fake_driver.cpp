@@ -863,33 +863,8 @@ CUresult free_async(CUdeviceptr dptr, CUstream stream, bool per_thread) {
 }
 }  // namespace
 
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-    FAKE_ENTRY();
-    return alloc_async(dptr, bytesize, nullptr, hStream, false);
-}
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-    FAKE_ENTRY();
-    return alloc_async(dptr, bytesize, nullptr, hStream, true);
-}
-CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-    FAKE_ENTRY();
-    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return alloc_async(dptr, bytesize, pool, hStream, false);
-}
-CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                              CUstream hStream) {
-    FAKE_ENTRY();
-    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return alloc_async(dptr, bytesize, pool, hStream, true);
-}
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-    FAKE_ENTRY();
-    return free_async(dptr, hStream, false);
-}
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-    FAKE_ENTRY();
-    return free_async(dptr, hStream, true);
-}
+// Legacy / per-thread pairs (fake_twins.h).
+FAKE_DRIVER_MEMORY_TWINS(FAKE_DEFINE_DRIVER_TWIN)
 
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
     FAKE_ENTRY();

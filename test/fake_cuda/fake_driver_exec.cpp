@@ -548,15 +548,6 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
     return reg().streams.erase(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
-    FAKE_ENTRY();
-    return stream_sync(hStream, false);
-}
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
-    FAKE_ENTRY();
-    return stream_sync(hStream, true);
-}
-
 // --- Stream capture (created streams only; kernels become nodes, copies and
 // sets are not reported) --------------------------------------------------------
 
@@ -602,77 +593,6 @@ CUresult is_capturing(CUstream s, CUstreamCaptureStatus* status, bool per_thread
 }
 }  // namespace
 
-CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-    FAKE_ENTRY();
-    return begin_capture(hStream, mode, false);
-}
-CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
-    FAKE_ENTRY();
-    return begin_capture(hStream, mode, true);
-}
-CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode*,
-                                             const CUgraphEdgeData*, size_t, CUstreamCaptureMode mode) {
-    FAKE_ENTRY();
-    return begin_capture(hStream, mode, false, hGraph);
-}
-CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode*,
-                                                  const CUgraphEdgeData*, size_t, CUstreamCaptureMode mode) {
-    FAKE_ENTRY();
-    return begin_capture(hStream, mode, true, hGraph);
-}
-CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-    FAKE_ENTRY();
-    return end_capture(hStream, phGraph, false);
-}
-CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
-    FAKE_ENTRY();
-    return end_capture(hStream, phGraph, true);
-}
-CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
-    FAKE_ENTRY();
-    return is_capturing(hStream, captureStatus, false);
-}
-CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
-    FAKE_ENTRY();
-    return is_capturing(hStream, captureStatus, true);
-}
-
-CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
-    FAKE_ENTRY();
-    return check_stream(hStream, false);  // always idle
-}
-CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
-    FAKE_ENTRY();
-    return check_stream(hStream, true);
-}
-
-CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long* streamId) {
-    FAKE_ENTRY();
-    return stream_get_id(hStream, streamId, false);
-}
-CUresult CUDAAPI cuStreamGetId_ptsz(CUstream hStream, unsigned long long* streamId) {
-    FAKE_ENTRY();
-    return stream_get_id(hStream, streamId, true);
-}
-
-CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
-    FAKE_ENTRY();
-    return stream_get_ctx(hStream, pctx, false);
-}
-CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx) {
-    FAKE_ENTRY();
-    return stream_get_ctx(hStream, pctx, true);
-}
-
-CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-    FAKE_ENTRY();
-    return stream_wait_event(hStream, hEvent, Flags, false);
-}
-CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-    FAKE_ENTRY();
-    return stream_wait_event(hStream, hEvent, Flags, true);
-}
-
 // --- Events ----------------------------------------------------------------------
 
 CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
@@ -687,15 +607,6 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
     *phEvent = reinterpret_cast<CUevent>(e.get());
     reg().events[e.get()] = std::move(e);
     return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
-    FAKE_ENTRY();
-    return event_record(hEvent, hStream, false);
-}
-CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
-    FAKE_ENTRY();
-    return event_record(hEvent, hStream, true);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
@@ -882,62 +793,6 @@ CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel hfunc) {
     return CUDA_SUCCESS;
 }
 
-// --- Launches -------------------------------------------------------------------
-
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-    FAKE_ENTRY();
-    return launch_kernel(f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes),
-                         hStream, kernelParams, extra, false);
-}
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                     void** kernelParams, void** extra) {
-    FAKE_ENTRY();
-    return launch_kernel(f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes),
-                         hStream, kernelParams, extra, true);
-}
-
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-    FAKE_ENTRY();
-    return launch_kernel_ex(config, f, kernelParams, extra, false);
-}
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
-                                       void** extra) {
-    FAKE_ENTRY();
-    return launch_kernel_ex(config, f, kernelParams, extra, true);
-}
-
-CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                           unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                           void**) {
-    FAKE_ENTRY();
-    return enqueue_kernel(
-        f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, true), hStream,
-        false);
-}
-CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                                unsigned int gridDimZ, unsigned int blockDimX,
-                                                unsigned int blockDimY, unsigned int blockDimZ,
-                                                unsigned int sharedMemBytes, CUstream hStream, void**) {
-    FAKE_ENTRY();
-    return enqueue_kernel(
-        f, make_launch(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, true), hStream,
-        true);
-}
-
-CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
-    FAKE_ENTRY();
-    return launch_host_func(hStream, fn, userData, false);
-}
-CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData) {
-    FAKE_ENTRY();
-    return launch_host_func(hStream, fn, userData, true);
-}
-
 // --- Graphs (kernel nodes only) ----------------------------------------------------
 
 CUresult CUDAAPI cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
@@ -993,14 +848,10 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph h
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-    FAKE_ENTRY();
-    return graph_launch(hGraphExec, hStream, false);
-}
-CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-    FAKE_ENTRY();
-    return graph_launch(hGraphExec, hStream, true);
-}
+// --- Legacy / per-thread pairs (fake_twins.h): stream synchronize, query, ids,
+// waits and captures, event records, launches, graph launches ---------------------
+
+FAKE_DRIVER_EXEC_TWINS(FAKE_DEFINE_DRIVER_TWIN)
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
     FAKE_ENTRY();

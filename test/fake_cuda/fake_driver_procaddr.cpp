@@ -44,8 +44,11 @@ void* erase(Pfn fn) {
 
 // static_cast to the PFN type is the signature check.
 #define PROC(base, ver, fn) {#base, ver, false, erase(static_cast<PFN_##base##_v##ver>(&fn))}
-#define PROC_PTSZ(base, ver, fn) {#base, ver, true, erase(static_cast<PFN_##base##_v##ver##_ptsz>(&fn))}
-#define PROC_PTDS(base, ver, fn) {#base, ver, true, erase(static_cast<PFN_##base##_v##ver##_ptds>(&fn))}
+// A legacy / per-thread pair of fake_twins.h: both rows. base is used with #
+// and ## only, so cuda.h's #define of a base name does not apply.
+#define PROC_TWIN(sym, ptsym, base, since, ptsince, pt, params, call)              \
+    {#base, since, false, erase(static_cast<PFN_##base##_v##since>(&sym))},         \
+        {#base, ptsince, true, erase(static_cast<PFN_##base##_v##ptsince##_##pt>(&ptsym))},
 
 const ProcEntry kProcTable[] = {
     // Errors, initialisation, devices
@@ -95,12 +98,6 @@ const ProcEntry kProcTable[] = {
     PROC(cuMemAllocHost, 3020, cuMemAllocHost_v2),
     PROC(cuMemHostAlloc, 2020, cuMemHostAlloc),
     PROC(cuMemFreeHost, 2000, cuMemFreeHost),
-    PROC(cuMemAllocAsync, 11020, cuMemAllocAsync),
-    PROC_PTSZ(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz),
-    PROC(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
-    PROC_PTSZ(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync_ptsz),
-    PROC(cuMemFreeAsync, 11020, cuMemFreeAsync),
-    PROC_PTSZ(cuMemFreeAsync, 11020, cuMemFreeAsync_ptsz),
     PROC(cuMemPoolCreate, 11020, cuMemPoolCreate),
     PROC(cuMemPoolDestroy, 11020, cuMemPoolDestroy),
     PROC(cuMemPoolGetAttribute, 11020, cuMemPoolGetAttribute),
@@ -117,89 +114,11 @@ const ProcEntry kProcTable[] = {
     PROC(cuMemUnmap, 10020, cuMemUnmap),
     PROC(cuMemSetAccess, 10020, cuMemSetAccess),
 
-    // Copies
-    PROC(cuMemcpy, 4000, cuMemcpy),
-    PROC_PTDS(cuMemcpy, 7000, cuMemcpy_ptds),
-    PROC(cuMemcpyAsync, 4000, cuMemcpyAsync),
-    PROC_PTSZ(cuMemcpyAsync, 7000, cuMemcpyAsync_ptsz),
-    PROC(cuMemcpyPeer, 4000, cuMemcpyPeer),
-    PROC_PTDS(cuMemcpyPeer, 7000, cuMemcpyPeer_ptds),
-    PROC(cuMemcpyPeerAsync, 4000, cuMemcpyPeerAsync),
-    PROC_PTSZ(cuMemcpyPeerAsync, 7000, cuMemcpyPeerAsync_ptsz),
-    PROC(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2),
-    PROC_PTDS(cuMemcpyHtoD, 7000, cuMemcpyHtoD_v2_ptds),
-    PROC(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),
-    PROC_PTDS(cuMemcpyDtoH, 7000, cuMemcpyDtoH_v2_ptds),
-    PROC(cuMemcpyDtoD, 3020, cuMemcpyDtoD_v2),
-    PROC_PTDS(cuMemcpyDtoD, 7000, cuMemcpyDtoD_v2_ptds),
-    PROC(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2),
-    PROC_PTSZ(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz),
-    PROC(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2),
-    PROC_PTSZ(cuMemcpyDtoHAsync, 7000, cuMemcpyDtoHAsync_v2_ptsz),
-    PROC(cuMemcpyDtoDAsync, 3020, cuMemcpyDtoDAsync_v2),
-    PROC_PTSZ(cuMemcpyDtoDAsync, 7000, cuMemcpyDtoDAsync_v2_ptsz),
-    PROC(cuMemcpy2D, 3020, cuMemcpy2D_v2),
-    PROC_PTDS(cuMemcpy2D, 7000, cuMemcpy2D_v2_ptds),
-    PROC(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2),
-    PROC_PTDS(cuMemcpy2DUnaligned, 7000, cuMemcpy2DUnaligned_v2_ptds),
-    PROC(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2),
-    PROC_PTSZ(cuMemcpy2DAsync, 7000, cuMemcpy2DAsync_v2_ptsz),
-    PROC(cuMemcpy3D, 3020, cuMemcpy3D_v2),
-    PROC_PTDS(cuMemcpy3D, 7000, cuMemcpy3D_v2_ptds),
-    PROC(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2),
-    PROC_PTSZ(cuMemcpy3DAsync, 7000, cuMemcpy3DAsync_v2_ptsz),
-
-    // Sets
-    PROC(cuMemsetD8, 3020, cuMemsetD8_v2),
-    PROC_PTDS(cuMemsetD8, 7000, cuMemsetD8_v2_ptds),
-    PROC(cuMemsetD16, 3020, cuMemsetD16_v2),
-    PROC_PTDS(cuMemsetD16, 7000, cuMemsetD16_v2_ptds),
-    PROC(cuMemsetD32, 3020, cuMemsetD32_v2),
-    PROC_PTDS(cuMemsetD32, 7000, cuMemsetD32_v2_ptds),
-    PROC(cuMemsetD2D8, 3020, cuMemsetD2D8_v2),
-    PROC_PTDS(cuMemsetD2D8, 7000, cuMemsetD2D8_v2_ptds),
-    PROC(cuMemsetD2D16, 3020, cuMemsetD2D16_v2),
-    PROC_PTDS(cuMemsetD2D16, 7000, cuMemsetD2D16_v2_ptds),
-    PROC(cuMemsetD2D32, 3020, cuMemsetD2D32_v2),
-    PROC_PTDS(cuMemsetD2D32, 7000, cuMemsetD2D32_v2_ptds),
-    PROC(cuMemsetD8Async, 3020, cuMemsetD8Async),
-    PROC_PTSZ(cuMemsetD8Async, 7000, cuMemsetD8Async_ptsz),
-    PROC(cuMemsetD16Async, 3020, cuMemsetD16Async),
-    PROC_PTSZ(cuMemsetD16Async, 7000, cuMemsetD16Async_ptsz),
-    PROC(cuMemsetD32Async, 3020, cuMemsetD32Async),
-    PROC_PTSZ(cuMemsetD32Async, 7000, cuMemsetD32Async_ptsz),
-    PROC(cuMemsetD2D8Async, 3020, cuMemsetD2D8Async),
-    PROC_PTSZ(cuMemsetD2D8Async, 7000, cuMemsetD2D8Async_ptsz),
-    PROC(cuMemsetD2D16Async, 3020, cuMemsetD2D16Async),
-    PROC_PTSZ(cuMemsetD2D16Async, 7000, cuMemsetD2D16Async_ptsz),
-    PROC(cuMemsetD2D32Async, 3020, cuMemsetD2D32Async),
-    PROC_PTSZ(cuMemsetD2D32Async, 7000, cuMemsetD2D32Async_ptsz),
-
     // Streams and events
     PROC(cuStreamCreate, 2000, cuStreamCreate),
     PROC(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority),
     PROC(cuStreamDestroy, 4000, cuStreamDestroy_v2),
-    PROC(cuStreamSynchronize, 2000, cuStreamSynchronize),
-    PROC_PTSZ(cuStreamSynchronize, 7000, cuStreamSynchronize_ptsz),
-    PROC(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
-    PROC_PTSZ(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2_ptsz),
-    PROC(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
-    PROC_PTSZ(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
-    PROC(cuStreamEndCapture, 10000, cuStreamEndCapture),
-    PROC_PTSZ(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
-    PROC(cuStreamIsCapturing, 10000, cuStreamIsCapturing),
-    PROC_PTSZ(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz),
-    PROC(cuStreamQuery, 2000, cuStreamQuery),
-    PROC_PTSZ(cuStreamQuery, 7000, cuStreamQuery_ptsz),
-    PROC(cuStreamGetId, 12000, cuStreamGetId),
-    PROC_PTSZ(cuStreamGetId, 12000, cuStreamGetId_ptsz),
-    PROC(cuStreamGetCtx, 9020, cuStreamGetCtx),
-    PROC_PTSZ(cuStreamGetCtx, 9020, cuStreamGetCtx_ptsz),
-    PROC(cuStreamWaitEvent, 3020, cuStreamWaitEvent),
-    PROC_PTSZ(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz),
     PROC(cuEventCreate, 2000, cuEventCreate),
-    PROC(cuEventRecord, 2000, cuEventRecord),
-    PROC_PTSZ(cuEventRecord, 7000, cuEventRecord_ptsz),
     PROC(cuEventQuery, 2000, cuEventQuery),
     PROC(cuEventSynchronize, 2000, cuEventSynchronize),
     PROC(cuEventDestroy, 4000, cuEventDestroy_v2),
@@ -223,27 +142,20 @@ const ProcEntry kProcTable[] = {
     PROC(cuKernelGetName, 12030, cuKernelGetName),
 
     // Launches and graphs
-    PROC(cuLaunchKernel, 4000, cuLaunchKernel),
-    PROC_PTSZ(cuLaunchKernel, 7000, cuLaunchKernel_ptsz),
-    PROC(cuLaunchKernelEx, 11060, cuLaunchKernelEx),
-    PROC_PTSZ(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz),
-    PROC(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel),
-    PROC_PTSZ(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz),
-    PROC(cuLaunchHostFunc, 10000, cuLaunchHostFunc),
-    PROC_PTSZ(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz),
     PROC(cuGraphCreate, 10000, cuGraphCreate),
     PROC(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode),
     PROC(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2),
     PROC(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags),
-    PROC(cuGraphLaunch, 10000, cuGraphLaunch),
-    PROC_PTSZ(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
     PROC(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
     PROC(cuGraphDestroy, 10000, cuGraphDestroy),
+
+    // Legacy / per-thread pairs: stream-ordered allocation, copies, sets,
+    // streams and events, launches, graph launches
+    FAKE_DRIVER_TWINS(PROC_TWIN)
 };
 
 #undef PROC
-#undef PROC_PTSZ
-#undef PROC_PTDS
+#undef PROC_TWIN
 
 constexpr int kDriverVersion = CUDA_VERSION;
 

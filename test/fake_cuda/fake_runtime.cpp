@@ -617,60 +617,6 @@ cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFu
     return get_kernel(kernelPtr, entryFuncAddr);
 }
 
-cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
-                                         size_t sharedMem, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_handle(kernel, gridDim, blockDim, args, sharedMem, stream, false);
-}
-
-cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
-                                              size_t sharedMem, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_handle(kernel, gridDim, blockDim, args, sharedMem, stream, true);
-}
-
-// --- Launches -------------------------------------------------------------------
-
-cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                                       cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_stub(func, gridDim, blockDim, args, sharedMem, stream, false);
-}
-cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
-                                            size_t sharedMem, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_stub(func, gridDim, blockDim, args, sharedMem, stream, true);
-}
-
-cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
-    FAKE_RT_ENTRY();
-    return launch_ex(config, func, args, false);
-}
-cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
-    FAKE_RT_ENTRY();
-    return launch_ex(config, func, args, true);
-}
-
-cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
-                                                  size_t sharedMem, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, false);
-}
-cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
-                                                       size_t sharedMem, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, true);
-}
-
-cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return graph_launch(graphExec, stream, false);
-}
-cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return graph_launch(graphExec, stream, true);
-}
-
 // --- Memory -----------------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
@@ -734,32 +680,6 @@ cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
     return result(drv().memFreeHost(ptr));
 }
 
-cudaError_t CUDARTAPI cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
-    FAKE_RT_ENTRY();
-    return malloc_async(devPtr, size, nullptr, false, hStream, false);
-}
-cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
-    FAKE_RT_ENTRY();
-    return malloc_async(devPtr, size, nullptr, false, hStream, true);
-}
-cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return malloc_async(ptr, size, memPool, true, stream, false);
-}
-cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
-                                                   cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return malloc_async(ptr, size, memPool, true, stream, true);
-}
-cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
-    FAKE_RT_ENTRY();
-    return free_async(devPtr, hStream, false);
-}
-cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
-    FAKE_RT_ENTRY();
-    return free_async(devPtr, hStream, true);
-}
-
 cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_driver()) return fail(e);
@@ -770,44 +690,6 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().memGetInfo(free, total));
-}
-
-// --- Copies and sets ----------------------------------------------------------------
-
-cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-    FAKE_RT_ENTRY();
-    return memcpy_any(dst, src, count, kind, nullptr, false, false);
-}
-cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-    FAKE_RT_ENTRY();
-    return memcpy_any(dst, src, count, kind, nullptr, false, true);
-}
-cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                                      cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return memcpy_any(dst, src, count, kind, stream, true, false);
-}
-cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                                           cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return memcpy_any(dst, src, count, kind, stream, true, true);
-}
-
-cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
-    FAKE_RT_ENTRY();
-    return memset_any(devPtr, value, count, nullptr, false, false);
-}
-cudaError_t CUDARTAPI cudaMemset_ptds(void* devPtr, int value, size_t count) {
-    FAKE_RT_ENTRY();
-    return memset_any(devPtr, value, count, nullptr, false, true);
-}
-cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return memset_any(devPtr, value, count, stream, true, false);
-}
-cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return memset_any(devPtr, value, count, stream, true, true);
 }
 
 // --- Synchronisation ----------------------------------------------------------------
@@ -828,50 +710,6 @@ cudaError_t CUDARTAPI cudaProfilerStop(void) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().profilerStop());
-}
-
-cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-    FAKE_RT_ENTRY();
-    return begin_capture(stream, mode, false);
-}
-cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode mode) {
-    FAKE_RT_ENTRY();
-    return begin_capture(stream, mode, true);
-}
-cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t*,
-                                                    const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode mode) {
-    FAKE_RT_ENTRY();
-    return begin_capture_to_graph(stream, graph, mode, false);
-}
-cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t*,
-                                                         const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode mode) {
-    FAKE_RT_ENTRY();
-    return begin_capture_to_graph(stream, graph, mode, true);
-}
-cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-    FAKE_RT_ENTRY();
-    return end_capture(stream, pGraph, false);
-}
-cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
-    FAKE_RT_ENTRY();
-    return end_capture(stream, pGraph, true);
-}
-cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
-    FAKE_RT_ENTRY();
-    return is_capturing(stream, pCaptureStatus, false);
-}
-cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
-    FAKE_RT_ENTRY();
-    return is_capturing(stream, pCaptureStatus, true);
-}
-
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return stream_sync(stream, false);
-}
-cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return stream_sync(stream, true);
 }
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
@@ -927,15 +765,6 @@ cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) {
     FAKE_RT_ENTRY();
     if (cudaError_t e = ensure_context()) return fail(e);
     return result(drv().eventCreate(event, CU_EVENT_DEFAULT));
-}
-
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return event_record(event, stream, false);
-}
-cudaError_t CUDARTAPI cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-    FAKE_RT_ENTRY();
-    return event_record(event, stream, true);
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
@@ -1009,27 +838,8 @@ cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion) {
     return cudaSuccess;
 }
 
-// --- Driver entry points ----------------------------------------------------------------
+// --- Legacy / per-thread pairs (fake_twins.h): launches, stream-ordered
+// allocation, copies and sets, captures, synchronisation, event records, driver
+// entry points ---------------------------------------------------------------------
 
-cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
-                                              cudaDriverEntryPointQueryResult* driverStatus) {
-    FAKE_RT_ENTRY();
-    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, false);
-}
-cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
-                                                   cudaDriverEntryPointQueryResult* driverStatus) {
-    FAKE_RT_ENTRY();
-    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, true);
-}
-cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
-                                                       unsigned long long flags,
-                                                       cudaDriverEntryPointQueryResult* driverStatus) {
-    FAKE_RT_ENTRY();
-    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, false);
-}
-cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
-                                                            unsigned int cudaVersion, unsigned long long flags,
-                                                            cudaDriverEntryPointQueryResult* driverStatus) {
-    FAKE_RT_ENTRY();
-    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, true);
-}
+FAKE_RUNTIME_TWINS(FAKE_DEFINE_RUNTIME_TWIN)
