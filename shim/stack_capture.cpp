@@ -64,7 +64,7 @@ uint32_t init_stacks(StackKinds which, uint32_t depth, Unwinder unwinder, std::s
   // as deep as a PyTorch launch's (64 native + 64 Python frames) between two
   // drains, 1,000 of the deepest (NB_STACK_DEPTH is at most 256). 2 MiB lost
   // 3-4% of the stacks of a flood of a million deep-stack calls a second on
-  // the 2-core CI kind (bench/alloc_stack_cost.py 12 400 objects 0); 4 MiB
+  // the 2-core CI kind (bench/nbbench alloc-stack --pause-ms 0); 4 MiB
   // none (docs/performance.md).
   return 1u << 19;
 }

@@ -169,7 +169,7 @@ __attribute__((visibility("default"))) double nb_probe_bench_unwind(int iters, i
 }
 
 // libunwind's unw_backtrace: the build's bundled copy (shim/nb-libs, beside
-// this library's test/programs in the build tree and in bench/make_carry.sh's
+// this library's test/programs in the build tree and in `bench/nbbench carry`'s
 // .carry), else the system's.
 using Backtrace = int (*)(void**, int);
 static Backtrace bundled_libunwind() {

@@ -455,7 +455,7 @@ TEST_CASE("order join: windows travel with the link; forced joins everything at 
 TEST_CASE("order join: many threads launching at once, each kernel back to its own call", "[order_join]") {
   // 16 threads x 200 launches; a thread's calls follow each other, threads
   // overlap at random; ids are taken at a random instant inside each call.
-  // Grids name the call (thread, iteration), as bench/gpu/threads_join.cu.
+  // Grids name the call (thread, iteration), as bench/workloads/threads_join.cu.
   std::mt19937_64 rng(11);
   struct Call {
     uint64_t start, end, take;
