@@ -361,6 +361,8 @@ void add_annotations(const Session& s, const OutputContext& ctx,
 
 }  // namespace
 
+static std::string table_title(const OutputContext& ctx) { return "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")"; }
+
 formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats) {
   formats::TraceData t;
   // Event names: the API names (index = ApiId), then the NameTable's names
@@ -509,6 +511,9 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   }
   add_annotations(s, ctx, by_corr, t);
   t.trace_name = ctx.prefix + ".trace.json";
+  // The ranking table as write_outputs prints it, as data ("nbTable"): `nbprof stats`.
+  t.table = {build_table_rows(s, ctx), {ctx.table_sort, ctx.table_rows, table_title(ctx)},
+             build_table_footer(s, ctx, js)};
   if (stats) *stats = js;
   return t;
 }
@@ -653,7 +658,7 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
 
   formats::TableOptions opt;
   opt.sort = ctx.table_sort;
-  opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
+  opt.title = table_title(ctx);
   const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
   if (unjoined_note(js) && !ctx.device_handed_over) {
