@@ -63,3 +63,102 @@ TEST_CASE("nbprof steps suggests the kernel that ends each step", "[integration]
   REQUIRE(w.exit_code == 0);
   CHECK(nbtest::file_exists(dir.file("out.w1.trace.json")));
 }
+
+namespace {
+
+// The table a run printed on stderr: from its title line to the line
+// before "nb: wrote".
+std::string printed_table(const std::string& err, const std::string& program) {
+  const size_t from = err.find("nb: " + program + " (pid ");
+  const size_t to = err.find("nb: wrote ");
+  if (from == std::string::npos || to == std::string::npos || to < from) return "";
+  return err.substr(from, to - from);
+}
+
+const std::map<std::string, std::string>& fake_env() {
+  static const std::map<std::string, std::string> env = {
+      {"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}, {"-LD_PRELOAD", ""}, {"-NB_OUT", ""}, {"-NB_OVERWRITE", ""}};
+  return env;
+}
+
+}  // namespace
+
+TEST_CASE("nbprof stats prints the table the run printed, from its trace", "[integration][nbprof][stats]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run({NB_NBPROF_PATH, "-o", dir.file("out"), "--table-rows", "5", "--table-sort", "calls",
+                              "--", nbtest::program("device"), dir.file("manifest")},
+                             fake_env(), dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string printed = printed_table(r.err, "device");
+  REQUIRE(printed.find("more rows not shown") != std::string::npos);
+
+  // By default, the run's own sort and number of rows: what it printed.
+  const auto again = nbtest::run({NB_NBPROF_PATH, "stats", "out"}, {}, dir.path());
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.out == printed);
+  // Every row: the table file; the trace's path works as well as the prefix.
+  const auto all = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.trace.json"), "--rows", "0"});
+  REQUIRE(all.exit_code == 0);
+  CHECK(all.out == nbtest::read_file(dir.file("out.table.txt")));
+  // Another order and number of rows.
+  const auto by_name = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--sort", "name", "--rows=2"});
+  REQUIRE(by_name.exit_code == 0);
+  CHECK(by_name.out.find("more rows not shown") != std::string::npos);
+  const size_t a = by_name.out.find("Memcpy"), b = by_name.out.find("cuLaunchKernel");
+  CHECK(a != std::string::npos);
+  CHECK(b == std::string::npos);  // c... comes after M... by name, beyond two rows
+
+  // Mistakes name themselves.
+  const auto no_run = nbtest::run({NB_NBPROF_PATH, "stats"});
+  CHECK(no_run.exit_code != 0);
+  CHECK(no_run.err.find("nbprof stats: which run?") != std::string::npos);
+  const auto missing = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("nothere")});
+  CHECK(missing.exit_code != 0);
+  CHECK(missing.err.find("no trace at " + dir.file("nothere.trace.json")) != std::string::npos);
+  const auto bad_sort = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--sort", "speed"});
+  CHECK(bad_sort.exit_code != 0);
+  CHECK(bad_sort.err.find("unknown sort 'speed'") != std::string::npos);
+  const auto bad_option = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--colour"});
+  CHECK(bad_option.exit_code != 0);
+  CHECK(bad_option.err.find("unknown option --colour") != std::string::npos);
+  nbtest::write_file(dir.file("other.trace.json"), "{\"traceEvents\": []}");
+  const auto foreign = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("other")});
+  CHECK(foreign.exit_code != 0);
+  CHECK(foreign.err.find("has no ranking table") != std::string::npos);
+}
+
+TEST_CASE("nbprof stats reads a window's trace; the prefix alone names the windows", "[integration][nbprof][stats][windows]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run({NB_NBPROF_PATH, "-o", dir.file("out"), "--step", "kernel:lm_head", "--active", "2",
+                              "--", nbtest::program("steps"), "6"},
+                             fake_env(), dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(nbtest::file_exists(dir.file("out.w1.trace.json")));
+  const auto window = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.w1")});
+  INFO(window.err);
+  REQUIRE(window.exit_code == 0);
+  CHECK(window.out == printed_table(r.err, "steps"));
+  const auto prefix = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out")});
+  CHECK(prefix.exit_code != 0);
+  CHECK(prefix.err.find("recorded in windows: " + dir.file("out.w1")) != std::string::npos);
+}
+
+TEST_CASE("nbprof: an unknown subcommand or option is an error naming it; -- always separates",
+          "[integration][nbprof]") {
+  const auto sub = nbtest::run({NB_NBPROF_PATH, "stat", "x"});
+  CHECK(sub.exit_code == 2);
+  CHECK(sub.err.find("unknown subcommand 'stat'") != std::string::npos);
+  const auto no_dashes = nbtest::run({NB_NBPROF_PATH, "-o", "x", "prog"});
+  CHECK(no_dashes.exit_code == 2);
+  CHECK(no_dashes.err.find("unexpected 'prog'") != std::string::npos);
+  const auto short_option = nbtest::run({NB_NBPROF_PATH, "-x", "--", "prog"});
+  CHECK(short_option.exit_code == 2);
+  CHECK(short_option.err.find("unknown option -x") != std::string::npos);
+  // A program called like a subcommand runs after --.
+  const auto literal = nbtest::run({NB_NBPROF_PATH, "--dry-run", "--", "stats", "arg"});
+  REQUIRE(literal.exit_code == 0);
+  CHECK(literal.out.find(" stats arg\n") != std::string::npos);
+}
