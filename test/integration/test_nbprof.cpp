@@ -1,5 +1,11 @@
 // nbprof, the front door: options map to NB_* variables from the shim's own
-// table, booleans work as bare flags, and a run writes the files.
+// table, booleans work as bare flags, a run writes the files (and stops
+// before starting the program if they exist), subcommands and mistakes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "outputs.h"
@@ -161,4 +167,70 @@ TEST_CASE("nbprof: an unknown subcommand or option is an error naming it; -- alw
   const auto literal = nbtest::run({NB_NBPROF_PATH, "--dry-run", "--", "stats", "arg"});
   REQUIRE(literal.exit_code == 0);
   CHECK(literal.out.find(" stats arg\n") != std::string::npos);
+}
+
+TEST_CASE("nbprof stops before starting the program if its outputs exist", "[integration][nbprof]") {
+  nbtest::TempDir dir;
+  const auto device_run = [&](std::vector<std::string> options, std::map<std::string, std::string> extra = {}) {
+    std::vector<std::string> argv = {NB_NBPROF_PATH};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"--print-table", "0", "--", nbtest::program("device"), dir.file("manifest")});
+    auto env = fake_env();
+    for (const auto& [k, v] : extra) env[k] = v;
+    return nbtest::run(argv, env, dir.path());
+  };
+  const auto one_line = [](const std::string& err) { return std::count(err.begin(), err.end(), '\n') == 1; };
+
+  // Relative to the current directory, as the shim takes it.
+  ::mkdir(dir.file("sub").c_str(), 0755);
+  nbtest::write_file(dir.file("sub/out.table.txt"), "an earlier run's\n");
+  const auto r = device_run({"-o", "sub/out"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "nbprof: " + dir.file("sub/out.table.txt") + " exists: pass --overwrite, or another --out\n");
+  CHECK_FALSE(nbtest::file_exists(dir.file("manifest")));  // the program never started
+  CHECK(nbtest::read_file(dir.file("sub/out.table.txt")) == "an earlier run's\n");
+
+  // A window's file of an earlier run counts too.
+  nbtest::write_file(dir.file("win.w3.trace.json"), "{}");
+  const auto w = device_run({"-o", "win"});
+  CHECK(w.exit_code == 2);
+  CHECK(w.err.find(dir.file("win.w3.trace.json") + " exists") != std::string::npos);
+  CHECK(one_line(w.err));
+
+  // %n is the program's name as the shim makes it safe for a file name.
+  REQUIRE(::symlink(nbtest::program("device").c_str(), dir.file("dev ice+").c_str()) == 0);
+  nbtest::write_file(dir.file("named-dev_ice_-%.memory.pickle"), "");
+  const auto named = nbtest::run({NB_NBPROF_PATH, "-o", "named-%n-%%", "--", dir.file("dev ice+"), dir.file("m")},
+                                 fake_env(), dir.path());
+  CHECK(named.exit_code == 2);
+  CHECK(named.err.find("named-dev_ice_-%.memory.pickle exists") != std::string::npos);
+  // ... and the shim names the files that way.
+  const auto fresh = nbtest::run({NB_NBPROF_PATH, "-o", "fresh-%n", "--print-table", "0", "--", dir.file("dev ice+"),
+                                  dir.file("m")},
+                                 fake_env(), dir.path());
+  INFO(fresh.err);
+  CHECK(fresh.exit_code == 0);
+  CHECK(nbtest::file_exists(dir.file("fresh-dev_ice_.trace.json")));
+  // A '#!' script runs as its interpreter.
+  nbtest::write_file(dir.file("job.sh"), "#!/usr/bin/env bash\nexit 0\n");
+  ::chmod(dir.file("job.sh").c_str(), 0755);
+  nbtest::write_file(dir.file("script-bash.table.txt"), "");
+  const auto script = nbtest::run({NB_NBPROF_PATH, "-o", "script-%n", "--", "./job.sh"}, fake_env(), dir.path());
+  CHECK(script.exit_code == 2);
+  CHECK(script.err.find("script-bash.table.txt exists") != std::string::npos);
+
+  // A place that cannot be a directory.
+  nbtest::write_file(dir.file("afile"), "");
+  const auto under_file = device_run({"-o", "afile/run"});
+  CHECK(under_file.exit_code == 2);
+  CHECK(under_file.err.find("afile is not a directory") != std::string::npos);
+  CHECK(one_line(under_file.err));
+
+  // Overwriting, when asked, by option or variable.
+  const auto forced = device_run({"-o", "sub/out", "--overwrite"});
+  INFO(forced.err);
+  CHECK(forced.exit_code == 0);
+  CHECK(nbtest::read_file(dir.file("sub/out.table.txt")) != "an earlier run's\n");
+  const auto by_env = device_run({"-o", "sub/out"}, {{"NB_OVERWRITE", "yes"}});
+  CHECK(by_env.exit_code == 0);
 }
