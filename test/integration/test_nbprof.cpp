@@ -234,3 +234,73 @@ TEST_CASE("nbprof stops before starting the program if its outputs exist", "[int
   const auto by_env = device_run({"-o", "sub/out"}, {{"NB_OVERWRITE", "yes"}});
   CHECK(by_env.exit_code == 0);
 }
+
+namespace {
+
+std::vector<std::string> sorted_dir(const std::string& dir) {
+  auto names = nbtest::list_dir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("nbprof --version prints the project's version", "[integration][nbprof]") {
+  const auto r = nbtest::run({NB_NBPROF_PATH, "--version"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "nbprof " NB_VERSION "\n");
+}
+
+TEST_CASE("nbprof from the source tree runs the build beside it", "[integration][nbprof]") {
+  nbtest::TempDir dir;
+  ::mkdir(dir.file("scripts").c_str(), 0755);
+  nbtest::write_file(dir.file("scripts/nbprof"), nbtest::read_file(nbtest::source_dir() + "/scripts/nbprof"));
+  ::chmod(dir.file("scripts/nbprof").c_str(), 0755);
+  const auto unbuilt = nbtest::run({dir.file("scripts/nbprof"), "--version"});
+  CHECK(unbuilt.exit_code == 2);
+  CHECK(unbuilt.err.find("build nb first") != std::string::npos);
+
+  REQUIRE(::symlink(NB_BUILD_ROOT, dir.file("build").c_str()) == 0);
+  const auto version = nbtest::run({dir.file("scripts/nbprof"), "--version"});
+  CHECK(version.out == "nbprof " NB_VERSION "\n");
+  const auto dry = nbtest::run({dir.file("scripts/nbprof"), "--dry-run", "--", "prog"});
+  CHECK(dry.exit_code == 0);
+  CHECK(dry.out.find("/shim/libnb_shim.so prog\n") != std::string::npos);
+}
+
+TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim in the library dir, docs",
+          "[integration][nbprof][install]") {
+  nbtest::TempDir dir;
+  const std::string dest = dir.file("dest");
+  const auto install = nbtest::run({NB_MESON, "install", "-C", NB_BUILD_ROOT, "--destdir", dest, "--no-rebuild"}, {},
+                                   "", 120);
+  INFO(install.out << install.err);
+  REQUIRE(install.exit_code == 0);
+  const auto at = [&](const std::string& d) { return dest + (d[0] == '/' ? d : std::string(NB_PREFIX) + "/" + d); };
+  const std::string bin = at(NB_BINDIR), libexec = at(NB_LIBEXECDIR) + "/nb", lib = at(NB_LIBDIR) + "/nb",
+                    doc = at(NB_DATADIR) + "/doc/nb";
+  CHECK(sorted_dir(bin) == std::vector<std::string>{"nbprof"});
+  CHECK(sorted_dir(libexec) == std::vector<std::string>{"nb-demo", "nb-options", "nb-stats"});
+  CHECK(sorted_dir(lib) == std::vector<std::string>{"libnb_shim.so", "nb-libs"});
+  CHECK(nbtest::file_exists(doc + "/README.md"));
+  CHECK(nbtest::file_exists(doc + "/LICENSE"));
+  CHECK(nbtest::file_exists(doc + "/docs/performance.md"));
+
+  // The installed nbprof finds the installed shim and helpers.
+  const std::string nbprof = bin + "/nbprof";
+  CHECK(nbtest::run({nbprof, "--version"}).out == "nbprof " NB_VERSION "\n");
+  const auto help = nbtest::run({nbprof, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("NB_TABLE_SORT") != std::string::npos);  // from nb-options
+  const auto stats = nbtest::run({nbprof, "stats", nbtest::source_dir() + "/test/golden/chrome_trace_sample.json"});
+  CHECK(stats.exit_code == 0);
+  CHECK(stats.out.find("nb: demo (pid 4242)\n") == 0);
+  const auto r = nbtest::run({nbprof, "-o", dir.file("out"), "--print-table", "0", "--", nbtest::program("device"),
+                              dir.file("manifest")},
+                             fake_env(), dir.path());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("nb: wrote") != std::string::npos);
+  const auto dry = nbtest::run({nbprof, "--dry-run", "--", "prog"});
+  CHECK(dry.out.find("LD_PRELOAD=" + lib + "/libnb_shim.so prog") == 0);
+}
