@@ -268,7 +268,7 @@ TEST_CASE("nbprof from the source tree runs the build beside it", "[integration]
   CHECK(dry.out.find("/shim/libnb_shim.so prog\n") != std::string::npos);
 }
 
-TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim in the library dir, docs",
+TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim in the library dir, docs, man page",
           "[integration][nbprof][install]") {
   nbtest::TempDir dir;
   const std::string dest = dir.file("dest");
@@ -285,6 +285,7 @@ TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim i
   CHECK(nbtest::file_exists(doc + "/README.md"));
   CHECK(nbtest::file_exists(doc + "/LICENSE"));
   CHECK(nbtest::file_exists(doc + "/docs/performance.md"));
+  CHECK(nbtest::read_file(at(NB_MANDIR) + "/man1/nbprof.1").find(".TH NBPROF 1") == 0);
 
   // The installed nbprof finds the installed shim and helpers.
   const std::string nbprof = bin + "/nbprof";
