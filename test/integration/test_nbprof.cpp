@@ -305,3 +305,33 @@ TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim i
   const auto dry = nbtest::run({nbprof, "--dry-run", "--", "prog"});
   CHECK(dry.out.find("LD_PRELOAD=" + lib + "/libnb_shim.so prog") == 0);
 }
+
+TEST_CASE("demo.sh runs the demo under nbprof and says how to open each file", "[integration][nbprof][demo]") {
+  nbtest::TempDir dir;
+  // The suite's own build: nothing left to build, so this runs the demo.
+  std::map<std::string, std::string> env = fake_env();
+  env["NB_BUILD_DIR"] = NB_BUILD_ROOT;
+  const auto r = nbtest::run({"/bin/bash", nbtest::source_dir() + "/scripts/demo.sh", "demo"}, env, dir.path(), 120);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"demo.trace.json", "demo.memory.pickle", "demo.table.txt"}) {
+    CHECK(nbtest::file_exists(dir.file(f)));
+  }
+  CHECK(r.err.find("nb demo: building ") != std::string::npos);
+  const std::string end = r.err.substr(r.err.find("nb demo: done."));
+  CHECK(end.find("demo.trace.json") != std::string::npos);
+  CHECK(end.find("https://ui.perfetto.dev") != std::string::npos);
+  CHECK(end.find("chrome://tracing") != std::string::npos);
+  CHECK(end.find("demo.memory.pickle") != std::string::npos);
+  CHECK(end.find("https://pytorch.org/memory_viz") != std::string::npos);
+  CHECK(end.find("python -m torch.cuda._memory_viz trace_plot demo.memory.pickle") != std::string::npos);
+  CHECK(end.find("demo.table.txt") != std::string::npos);
+  CHECK(end.find("nbprof stats demo") != std::string::npos);
+
+  // A build directory that cannot be set up: meson's own error shows.
+  env["NB_BUILD_DIR"] = dir.file("demo.table.txt") + "/build";
+  const auto bad = nbtest::run({"/bin/bash", nbtest::source_dir() + "/scripts/demo.sh", "demo"}, env, dir.path(), 120);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("nb demo: meson setup failed (its output is above)") != std::string::npos);
+  CHECK(bad.err.find("ERROR") != std::string::npos);
+}
