@@ -6,6 +6,10 @@
 
 namespace nb {
 
+std::string table_title(const OutputContext& ctx) {
+  return "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
+}
+
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx) {
   // Several symbols can share a display name (__cudaLaunchKernel and
   // cudaLaunchKernel): one row per name.

@@ -384,6 +384,9 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   }
   add_annotations(s, ctx, by_corr, t);
   t.trace_name = ctx.prefix + ".trace.json";
+  // The ranking table as write_outputs prints it, as data ("nbTable"): `nbprof stats`.
+  t.table = {build_table_rows(s, ctx), {ctx.table_sort, ctx.table_rows, table_title(ctx)},
+             build_table_footer(s, ctx, js)};
   if (stats) *stats = js;
   return t;
 }

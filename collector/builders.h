@@ -71,6 +71,9 @@ formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx)
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js);
 
+// "nb: PROGRAM (pid N)", the table's first line.
+std::string table_title(const OutputContext& ctx);
+
 // Why most calls that make device work got no device record (another CUPTI
 // client took the records, or the join failed), or null when most did.
 const char* unjoined_note(const JoinStats& js);

@@ -22,7 +22,7 @@ OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
 
   formats::TableOptions opt;
   opt.sort = ctx.table_sort;
-  opt.title = "nb: " + ctx.program + " (pid " + std::to_string(ctx.pid) + ")";
+  opt.title = table_title(ctx);
   const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
   if (unjoined_note(js) && !ctx.device_handed_over) {

@@ -116,6 +116,46 @@ void append_device(std::string& out, const DeviceProperties& d) {
   out += "}";
 }
 
+void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
+
+// "nbTable": the ranking table as data, before "traceEvents" so that a
+// reader can stop there.
+void append_table(std::string& out, const RankingTable& t) {
+  out += "  \"nbTable\": {\n    \"title\": ";
+  append_string(out, t.options.title);
+  out += ", \"sort\": \"";
+  out += sort_key_name(t.options.sort);
+  out += "\", \"printedRows\": ";
+  append_uint(out, t.options.max_rows);
+  out += ",\n    \"rows\": [";
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const TableRow& r = t.rows[i];
+    out += i ? ",\n      " : "\n      ";
+    out += "{\"name\": ";
+    append_string(out, r.name);
+    out += ", \"calls\": "; append_uint(out, r.calls);
+    out += ", \"hostTotalNs\": "; append_uint(out, r.host_total_ns);
+    out += ", \"hostMinNs\": "; append_uint(out, r.host_min_ns);
+    out += ", \"hostMaxNs\": "; append_uint(out, r.host_max_ns);
+    out += ", \"errors\": "; append_uint(out, r.errors);
+    out += ", \"deviceTotalNs\": "; append_uint(out, r.device_total_ns);
+    out += ", \"hasHost\": "; append_bool(out, r.has_host);
+    out += ", \"hasDevice\": "; append_bool(out, r.has_device);
+    out += "}";
+  }
+  out += t.rows.empty() ? "],\n" : "\n    ],\n";
+  out += "    \"footer\": {\"records\": ";
+  append_uint(out, t.footer.records);
+  out += ", \"dropped\": ";
+  append_uint(out, t.footer.dropped);
+  out += ", \"notes\": [";
+  for (size_t i = 0; i < t.footer.notes.size(); ++i) {
+    out += i ? ",\n      " : "\n      ";
+    append_string(out, t.footer.notes[i]);
+  }
+  out += t.footer.notes.empty() ? "]}\n  },\n" : "\n    ]}\n  },\n";
+}
+
 // Writes in chunks so that a trace of millions of events never needs one
 // string of its full size.
 class ChunkedOut {
@@ -166,7 +206,9 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
   }
   out += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
   append_uint(out, t.base_time_ns);
-  out += ",\n  \"traceEvents\": [";
+  out += ",\n";
+  append_table(out, t.table);
+  out += "  \"traceEvents\": [";
 
   bool first = true;
   const auto begin_event = [&] {

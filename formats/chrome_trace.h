@@ -1,5 +1,22 @@
 // Chrome trace JSON in Kineto's layout, readable by Perfetto, chrome://tracing
 // and HolisticTraceAnalysis. A pure function of TraceData.
+//
+// Besides Kineto's keys, one top-level key of nb's own, before "traceEvents"
+// (trace viewers ignore keys they do not know, as they do Kineto's
+// "deviceProperties"): the ranking table the run printed, as data, so that
+// `nbprof stats` can print it again from the trace alone.
+//
+//   "nbTable": {
+//     "title": "nb: prog (pid 1)",   the table's first line
+//     "sort": "device",              device | host | calls | name (NB_TABLE_SORT)
+//     "printedRows": 12,             rows printed to stderr, 0 = all (NB_TABLE_ROWS)
+//     "rows": [{"name", "calls", "hostTotalNs", "hostMinNs", "hostMaxNs",
+//               "errors", "deviceTotalNs", "hasHost", "hasDevice"}, ...],
+//     "footer": {"records", "dropped", "notes": [line, ...]}
+//   }
+//
+// Times are whole nanoseconds; rows are in the order the run had them before
+// sorting (the sort is stable, so that order decides ties).
 #pragma once
 #include <ostream>
 #include <string>

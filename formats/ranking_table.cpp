@@ -61,8 +61,33 @@ std::string percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
+const char* sort_key_name(SortKey key) {
+  switch (key) {
+    case SortKey::DeviceTotal: return "device";
+    case SortKey::HostTotal: return "host";
+    case SortKey::Calls: return "calls";
+    case SortKey::Name: return "name";
+  }
+  return "host";
+}
+
+bool sort_key_from_name(std::string_view name, SortKey& key) {
+  for (SortKey k : {SortKey::DeviceTotal, SortKey::HostTotal, SortKey::Calls, SortKey::Name}) {
+    if (name == sort_key_name(k)) { key = k; return true; }
+  }
+  return false;
+}
+
 std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& opt,
                                  const TableFooter& footer) {
+  // Names as they are shown and saved (valid UTF-8; the title and the notes
+  // too, below), so that a table read back from the trace's JSON sorts and
+  // prints exactly as the run's did.
+  for (TableRow& r : rows) {
+    std::string valid;
+    append_valid_utf8(valid, r.name);
+    r.name = std::move(valid);
+  }
   const bool device = std::any_of(rows.begin(), rows.end(), [](const TableRow& r) { return r.has_device; });
   uint64_t host_sum = 0, device_sum = 0, calls_sum = 0;
   for (const TableRow& r : rows) {
@@ -103,7 +128,10 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   rule += '\n';
 
   std::string out;
-  if (!opt.title.empty()) out += opt.title + '\n';
+  if (!opt.title.empty()) {
+    append_valid_utf8(out, opt.title);
+    out += '\n';
+  }
   out += rule;
   pad_left(out, "Name", kNameWidth);
   for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
@@ -144,7 +172,10 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   if (device) out += "Self Device time total: " + format_duration_ns(device_sum) + '\n';
   out += "Calls: " + std::to_string(calls_sum) + ", records: " + std::to_string(footer.records) +
          ", dropped: " + std::to_string(footer.dropped) + '\n';
-  for (const std::string& n : footer.notes) out += n + '\n';
+  for (const std::string& n : footer.notes) {
+    append_valid_utf8(out, n);
+    out += '\n';
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nb::formats {
@@ -35,6 +36,19 @@ struct TableFooter {
 
 std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& options,
                                  const TableFooter& footer);
+
+// The table as data: what a run printed (options.max_rows = the rows it
+// printed to stderr). The Chrome trace keeps it under "nbTable", so that
+// `nbprof stats` prints the same table again from the trace alone.
+struct RankingTable {
+  std::vector<TableRow> rows;
+  TableOptions options;
+  TableFooter footer;
+};
+
+// NB_TABLE_SORT's words: "device", "host", "calls", "name".
+const char* sort_key_name(SortKey key);
+bool sort_key_from_name(std::string_view name, SortKey& key);
 
 // "12.345us", "1.234ms", "2.000s": torch.profiler's units.
 std::string format_duration_ns(uint64_t ns);

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "formats/ranking_table.h"
+
 namespace nb::formats {
 
 // Kineto's event categories (the "cat" of its Chrome traces); HTA and Perfetto key
@@ -108,6 +110,7 @@ struct TraceData {
   std::vector<Flow> flows;
   std::vector<Counter> counters;
   std::string trace_name;
+  RankingTable table;  // written as "nbTable" (see chrome_trace.h)
 };
 
 }  // namespace nb::formats

@@ -2,17 +2,21 @@
 // field each, split at the first byte; see fuzz_support.h). Field 0 is the
 // trace's name, field 1 also gives the base time; every field is an event
 // name, an event with one argument of each type, a process, a thread, a
-// device, a top-level key, a flow and a counter.
+// device, a top-level key, a flow, a counter, a row and a note of the
+// ranking table ("nbTable").
 // - the whole file parses as JSON (nlohmann::json, which rejects invalid
 //   UTF-8, raw control characters, NaN and lone surrogates);
 // - every name and string comes back as the input with bad bytes replaced;
 // - integers come back exactly, doubles within the 9 digits written (non-finite
-//   ones as 0), timestamps exactly to the nanosecond (append_us_from_ns).
+//   ones as 0), timestamps exactly to the nanosecond (append_us_from_ns);
+// - the ranking table read back from "nbTable" formats to the same text as
+//   the table written (what `nbprof stats` relies on).
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "formats/chrome_trace.h"
+#include "formats/ranking_table.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace nb::formats;
@@ -104,7 +108,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     top[nbfuzz::ref_repaired(c_string(s))] = si;
     t.flows.push_back({ui, si, si, ui, i % 2 == 0});
     t.counters.push_back({static_cast<uint32_t>(i), si, ui, {{"allocated", d}, {kKeys[i % 3], -d}}});
+    t.table.rows.push_back({s, ui, ui / 2, ui / 4, ui, ui % 7, i % 2 == 0, i % 3 == 0, ui / 3});
+    t.table.footer.notes.push_back(s);
   }
+  t.table.options.title = t.trace_name;
+  t.table.options.sort = static_cast<SortKey>(t.base_time_ns % 4);
+  t.table.options.max_rows = n / 2;
+  t.table.footer.records = t.base_time_ns;
 
   const std::string text = chrome_trace_string(t);
   json doc;
@@ -118,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   NB_FUZZ_CHECK(doc["traceName"] == nbfuzz::ref_repaired(t.trace_name), "traceName " + doc["traceName"].dump());
   for (const auto& [key, value] : top) {
     static const char* const kOwn[] = {"schemaVersion", "deviceProperties", "displayTimeUnit",
-                                       "baseTimeNanoseconds", "traceEvents", "traceName"};
+                                       "baseTimeNanoseconds", "nbTable", "traceEvents", "traceName"};
     bool own = false;
     for (const char* k : kOwn) own |= key == k;
     if (!own) NB_FUZZ_CHECK(doc[key] == value, "top-level " + shown(key) + " = " + doc[key].dump());
@@ -130,6 +140,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       NB_FUZZ_CHECK(devices[i]["name"] == nbfuzz::ref_repaired(t.devices[i].name), "device name");
       NB_FUZZ_CHECK(devices[i]["totalGlobalMem"] == t.devices[i].total_global_mem, "totalGlobalMem");
     }
+  }
+
+  if (!top.count("nbTable")) {
+    const json& table = doc["nbTable"];
+    RankingTable back;
+    back.options.title = table["title"].get<std::string>();
+    NB_FUZZ_CHECK(sort_key_from_name(table["sort"].get<std::string>(), back.options.sort), "nbTable sort");
+    back.options.max_rows = table["printedRows"].get<size_t>();
+    for (const json& r : table["rows"]) {
+      back.rows.push_back({r["name"].get<std::string>(), r["calls"].get<uint64_t>(), r["hostTotalNs"].get<uint64_t>(),
+                           r["hostMinNs"].get<uint64_t>(), r["hostMaxNs"].get<uint64_t>(), r["errors"].get<uint64_t>(),
+                           r["hasHost"].get<bool>(), r["hasDevice"].get<bool>(), r["deviceTotalNs"].get<uint64_t>()});
+    }
+    back.footer.records = table["footer"]["records"].get<uint64_t>();
+    back.footer.dropped = table["footer"]["dropped"].get<uint64_t>();
+    for (const json& note : table["footer"]["notes"]) back.footer.notes.push_back(note.get<std::string>());
+    const std::string written = format_ranking_table(t.table.rows, t.table.options, t.table.footer);
+    const std::string read = format_ranking_table(back.rows, back.options, back.footer);
+    NB_FUZZ_CHECK(written.size() == read.size() && written == read, "nbTable read back formats differently:\n" +
+                                                                     shown(written, 2000) + "\n" + shown(read, 2000));
   }
 
   const json& events = doc["traceEvents"];

@@ -7,7 +7,8 @@ packages=(
   build-essential meson ninja-build pkg-config  # build
   libunwind-dev libspdlog-dev libfmt-dev        # linked into the shim (static / header-only)
   libdw-dev                                    # elfutils headers; libdw itself is dlopen'ed to symbolize stacks
-  catch2 nlohmann-json3-dev python3             # tests (Catch2 v2 on Debian 12; python3's stdlib reads outputs)
+  nlohmann-json3-dev python3                    # nb-stats (header-only JSON); python3 builds nbprof and its man page
+  catch2                                        # tests (Catch2 v2 on Debian 12; python3's stdlib reads outputs)
   binutils                                      # nm / readelf for the symbol hygiene test
 )
 missing=()

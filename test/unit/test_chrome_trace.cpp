@@ -47,6 +47,14 @@ TraceData sample_trace() {
   c.values = {{"allocated", 1048576.0}, {"reserved", 2097152.0}};
   t.counters = {c};
   t.trace_name = "sample";
+  t.table.rows = {{"cuLaunchKernel", 2, 17802, 8901, 8901, 0, true, false, 0},
+                  {"name \"with\" quotes\\ and\ncontrol\x01 and bad \xff utf8", 1, 0, 0, 0, 0, false, true, 640}};
+  t.table.options.sort = SortKey::DeviceTotal;
+  t.table.options.max_rows = 12;
+  t.table.options.title = "nb: demo (pid 4242)";
+  t.table.footer.records = 2;
+  t.table.footer.dropped = 1;
+  t.table.footer.notes = {"Device records: 1", "Device memory: 0 allocations"};
   return t;
 }
 }  // namespace
@@ -91,6 +99,19 @@ TEST_CASE("Chrome trace matches the golden file and parses", "[chrome][golden]")
     }
   }
   REQUIRE(saw_hostile);
+
+  // The ranking table as data, under "nbTable".
+  const auto& table = doc["nbTable"];
+  REQUIRE(table["title"] == "nb: demo (pid 4242)");
+  REQUIRE(table["sort"] == "device");
+  REQUIRE(table["printedRows"] == 12);
+  REQUIRE(table["rows"].size() == 2);
+  REQUIRE(table["rows"][0]["name"] == "cuLaunchKernel");
+  REQUIRE(table["rows"][0]["hostTotalNs"] == 17802);
+  REQUIRE(table["rows"][1]["hasHost"] == false);
+  REQUIRE(table["rows"][1]["deviceTotalNs"] == 640);
+  REQUIRE(table["footer"]["dropped"] == 1);
+  REQUIRE(table["footer"]["notes"][1] == "Device memory: 0 allocations");
 }
 
 TEST_CASE("an empty trace is still a valid file", "[chrome]") {
@@ -99,4 +120,5 @@ TEST_CASE("an empty trace is still a valid file", "[chrome]") {
   nbtest::write_file(dir.file("t.json"), chrome_trace_string(t));
   const auto doc = nbtest::nbread("trace", dir.file("t.json"));
   REQUIRE(doc["traceEvents"].empty());
+  REQUIRE(doc["nbTable"]["rows"].empty());
 }

@@ -1,0 +1,233 @@
+// nb-stats: prints a run's ranking table again from its trace (`nbprof
+// stats`), with the same formatter the run used, so the text is the same.
+//
+//   nb-stats RUN [--sort device|host|calls|name] [--rows N]
+//
+// RUN is an output prefix (nb-demo reads nb-demo.trace.json; a window is
+// nb-demo.w1) or a trace's path. The table is the trace's "nbTable" key
+// (formats/chrome_trace.h), which comes before "traceEvents": the file is
+// read as a stream of JSON events and reading stops after the table, so a
+// trace of millions of events is neither loaded nor read to its end.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/ranking_table.h"
+
+namespace {
+
+using nlohmann::json;
+using nb::formats::SortKey;
+
+constexpr const char* kUsage = "usage: nbprof stats RUN [--sort device|host|calls|name] [--rows N]";
+
+[[noreturn]] void fail(const std::string& message) {
+  std::fprintf(stderr, "nbprof stats: %s\n", message.c_str());
+  std::exit(2);
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ends_with(const std::string& s, const char* tail) {
+  const size_t n = std::strlen(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// PREFIX.trace.json, or RUN itself when it names a file. A prefix whose run
+// was recorded in windows has no PREFIX.trace.json: the message names them.
+std::string trace_path(const std::string& run) {
+  if (!ends_with(run, ".trace.json") && is_file(run + ".trace.json")) return run + ".trace.json";
+  if (is_file(run)) return run;
+  std::string windows;
+  for (int w = 1; w <= 1000 && is_file(run + ".w" + std::to_string(w) + ".trace.json"); ++w) {
+    windows += (windows.empty() ? "" : ", ") + run + ".w" + std::to_string(w);
+  }
+  if (!windows.empty()) fail("no " + run + ".trace.json; this run was recorded in windows: " + windows);
+  fail("no trace at " + (ends_with(run, ".trace.json") ? run : run + ".trace.json"));
+}
+
+// SAX events of the whole document; keeps only the value of the top-level
+// key "nbTable" (built as a json value) and stops the parse once it is read.
+class TableReader {
+ public:
+  json table;
+  bool found = false;
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
+  bool string(json::string_t& v) { return value(v); }
+  bool binary(json::binary_t&) { return value(nullptr); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) keeping_ = k == "nbTable";
+    else if (keeping_) key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t at, const std::string&, const json::exception& e) {
+    error = "not a JSON trace (byte " + std::to_string(at) + "): " + e.what();
+    return false;
+  }
+  std::string error;
+
+ private:
+  // Adds a value where the reader stands: the table itself, or into the
+  // innermost open object (under the last key) or array.
+  json* place(json v) {
+    if (stack_.empty()) {
+      table = std::move(v);
+      return &table;
+    }
+    json& parent = *stack_.back();
+    if (parent.is_object()) return &(parent[key_] = std::move(v));
+    parent.push_back(std::move(v));
+    return &parent.back();
+  }
+  template <typename T>
+  bool value(T&& v) {
+    if (keeping_ && depth_ >= 1) {
+      place(json(std::forward<T>(v)));
+      if (stack_.empty()) return done();
+    }
+    return true;
+  }
+  bool open(json v) {
+    if (keeping_ && depth_ >= 1) stack_.push_back(place(std::move(v)));
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    if (keeping_ && !stack_.empty()) {
+      stack_.pop_back();
+      if (stack_.empty()) return done();
+    }
+    return true;
+  }
+  bool done() {
+    found = true;
+    return false;  // stops the parse: nothing after the table is needed
+  }
+
+  int depth_ = 0;
+  bool keeping_ = false;
+  std::string key_;
+  std::vector<json*> stack_;
+};
+
+uint64_t number(const json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it == o.end() || !it->is_number_unsigned()) throw std::runtime_error(std::string("\"") + key + "\" is missing");
+  return it->get<uint64_t>();
+}
+
+nb::formats::RankingTable to_table(const json& j) {
+  nb::formats::RankingTable t;
+  t.options.title = j.at("title").get<std::string>();
+  if (!nb::formats::sort_key_from_name(j.at("sort").get<std::string>(), t.options.sort)) {
+    throw std::runtime_error("unknown sort \"" + j.at("sort").get<std::string>() + "\"");
+  }
+  t.options.max_rows = number(j, "printedRows");
+  for (const json& r : j.at("rows")) {
+    nb::formats::TableRow row;
+    row.name = r.at("name").get<std::string>();
+    row.calls = number(r, "calls");
+    row.host_total_ns = number(r, "hostTotalNs");
+    row.host_min_ns = number(r, "hostMinNs");
+    row.host_max_ns = number(r, "hostMaxNs");
+    row.errors = number(r, "errors");
+    row.device_total_ns = number(r, "deviceTotalNs");
+    row.has_host = r.at("hasHost").get<bool>();
+    row.has_device = r.at("hasDevice").get<bool>();
+    t.rows.push_back(std::move(row));
+  }
+  const json& f = j.at("footer");
+  t.footer.records = number(f, "records");
+  t.footer.dropped = number(f, "dropped");
+  for (const json& n : f.at("notes")) t.footer.notes.push_back(n.get<std::string>());
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string run;
+  std::string sort;
+  std::string rows;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto take = [&](const char* name, std::string& into) {
+      const std::string eq = std::string(name) + "=";
+      if (a.compare(0, eq.size(), eq) == 0) {
+        into = a.substr(eq.size());
+      } else {
+        if (i + 1 >= argc) fail(std::string(name) + " needs a value (" + kUsage + ")");
+        into = argv[++i];
+      }
+    };
+    if (a == "-h" || a == "--help") {
+      std::printf("%s\n\nPrints the ranking table a run printed, again, from its trace. RUN is the\n"
+                  "output prefix (nb-demo: nb-demo.trace.json; a window: nb-demo.w1) or the\n"
+                  "trace's path. --sort and --rows default to the run's own (NB_TABLE_SORT,\n"
+                  "NB_TABLE_ROWS); --rows 0 prints every row, as PREFIX.table.txt has them.\n",
+                  kUsage);
+      return 0;
+    }
+    if (a == "--sort" || a.rfind("--sort=", 0) == 0) take("--sort", sort);
+    else if (a == "--rows" || a.rfind("--rows=", 0) == 0) take("--rows", rows);
+    else if (a.size() > 1 && a[0] == '-') fail("unknown option " + a + " (" + kUsage + ")");
+    else if (run.empty()) run = a;
+    else fail("unexpected argument '" + a + "' (" + kUsage + ")");
+  }
+  if (run.empty()) fail(std::string("which run? (") + kUsage + ")");
+
+  SortKey sort_key{};
+  if (!sort.empty() && !nb::formats::sort_key_from_name(sort, sort_key)) {
+    fail("unknown sort '" + sort + "' (device, host, calls or name)");
+  }
+  size_t max_rows = 0;
+  if (!rows.empty()) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(rows.c_str(), &end, 10);
+    if (rows[0] < '0' || rows[0] > '9' || *end != '\0') fail("--rows needs a number of rows (0 = all), not '" + rows + "'");
+    max_rows = static_cast<size_t>(n);
+  }
+
+  const std::string path = trace_path(run);
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) fail("cannot read " + path + ": " + std::strerror(errno));
+  TableReader reader;
+  json::sax_parse(file, &reader);
+  std::fclose(file);
+  if (!reader.found) {
+    if (!reader.error.empty()) fail(path + ": " + reader.error);
+    fail(path + " has no ranking table (\"nbTable\"): it was not written by this version of nb");
+  }
+
+  nb::formats::RankingTable table;
+  try {
+    table = to_table(reader.table);
+  } catch (const std::exception& e) {
+    fail(path + ": the ranking table (\"nbTable\") is damaged: " + e.what());
+  }
+  if (!sort.empty()) table.options.sort = sort_key;
+  if (!rows.empty()) table.options.max_rows = max_rows;
+  const std::string text = nb::formats::format_ranking_table(table.rows, table.options, table.footer);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
