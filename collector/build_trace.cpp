@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "core/api.h"
@@ -153,9 +154,16 @@ uint64_t clip_partial_overlaps(std::vector<formats::Event>& events, size_t first
   return clipped;
 }
 
+// The track of a thread's ProfilerStep spans. A step nb cuts ends at the
+// call that ended it, which may lie inside one of the program's own NVTX
+// ranges, so on the thread's own track a step and a range could overlap in
+// part, which viewers cannot nest: steps get a track of their own. Thread
+// ids stay below 2^22 (pid_max), so these never meet a real one.
+int64_t step_track(uint32_t tid) { return (int64_t{1} << 29) + tid; }
+
 // Spans of the program's own structure: ProfilerStep#N for each recorded
-// step (NB_STEP) and each NVTX range as `user_annotation` on its thread, as
-// torch.profiler writes them; and each NVTX range again as
+// step (NB_STEP), on its thread's step track, and each NVTX range as
+// `user_annotation` on its thread, as torch.profiler writes them; and each NVTX range again as
 // `gpu_user_annotation` over the device work its calls launched, on the
 // stream of the first of it.
 void add_annotations(const Session& s, const OutputContext& ctx,
@@ -174,7 +182,7 @@ void add_annotations(const Session& s, const OutputContext& ctx,
   for (const OutputContext::StepSpan& st : ctx.steps) {
     const uint32_t name = static_cast<uint32_t>(t.names.size());
     t.names.push_back("ProfilerStep#" + std::to_string(st.number));
-    t.events.push_back(span(name, Category::UserAnnotation, ctx.pid, st.tid, st.start, st.end));
+    t.events.push_back(span(name, Category::UserAnnotation, ctx.pid, step_track(st.tid), st.start, st.end));
   }
   const std::vector<Record>& ranges = s.nvtx_ranges();
   if (ranges.empty()) return;
@@ -259,6 +267,14 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   t.processes.push_back({ctx.pid, ctx.program, ctx.pid});
   for (const auto& [tid, name] : s.threads()) {
     t.threads.push_back({ctx.pid, static_cast<int64_t>(tid), thread_name(ctx.pid, tid, name),
+                         static_cast<int64_t>(tid)});
+  }
+  // Each thread that ended steps has a track of its own for them, right
+  // below it (same sort index, larger tid).
+  std::set<uint32_t> step_threads;
+  for (const OutputContext::StepSpan& st : ctx.steps) step_threads.insert(st.tid);
+  for (uint32_t tid : step_threads) {
+    t.threads.push_back({ctx.pid, step_track(tid), "ProfilerStep (thread " + std::to_string(tid) + ")",
                          static_cast<int64_t>(tid)});
   }
 

@@ -286,13 +286,18 @@ void Collector::run() {
   }
 }
 
-void Collector::finish() {
+void Collector::finish_tagged(const std::string& tag) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_) return;
     finished_ = true;
     stop_ = true;
   }
+  // Exit began: the hooks record no more calls, so CUPTI takes no more
+  // work either (threads still launching would otherwise fill the trace
+  // with work of calls that are not in it). What it holds of work launched
+  // before still comes, as when Kineto stops a trace.
+  if (tracer_) tracer_->pause();
   cv_.notify_all();
   if (thread_.joinable()) {
     // Called on the collector thread itself (a terminating signal): it has
@@ -300,14 +305,29 @@ void Collector::finish() {
     if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
     else thread_.join();
   }
+  context_.prefix += tag;  // the collector thread, which reads it, has stopped
   drain_once();
   // Windows apply the memory feed up to their own end (close_window).
   if (!windowed_) session_.apply_all_memory();
   if (tracer_) {
-    // Before CUDA tears itself down (our atexit handler runs first): let the
-    // device finish, force out the last buffers, stop CUPTI.
-    if (!synchronize_devices(host_, std::chrono::seconds(5))) {
-      context_.notes.push_back("The device was still busy 5 s after exit began: work it had not finished is not in the outputs");
+    // Before CUDA tears itself down (our atexit handler runs first): the
+    // device records of the calls recorded, as CUPTI hands them over once
+    // their work is done, until they are all in or the device is idle (at
+    // most 5 s: threads that go on launching after exit began keep the
+    // device busy, and their work is not recorded); then force out the last
+    // buffers and stop CUPTI.
+    DeviceSync idle(host_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      const bool device_idle = idle.done(std::chrono::milliseconds(5));
+      tracer_->flush(false);
+      drain_rings();
+      take_device_records();
+      if (device_idle || !device_records_pending()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        context_.notes.push_back("The device was still busy 5 s after exit began: work it had not finished is not in the outputs");
+        break;
+      }
     }
     tracer_->flush(true);
     drain_rings();
@@ -379,6 +399,9 @@ OutputContext Collector::current_context() {
   if (in_rings) ctx.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
   if (at_start) ctx.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
   if (registry_.failed_acquires()) ctx.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));
+  if (const uint64_t lost = log::dropped_bytes()) {
+    ctx.notes.push_back("nb's messages not written to stderr (it stayed full): " + std::to_string(lost) + " bytes");
+  }
   if (failed_passes_) {
     ctx.notes.push_back("The collector ran out of memory " + std::to_string(failed_passes_) +
                         " times; records of those passes may be missing or counted twice");
@@ -419,7 +442,12 @@ OutputContext Collector::current_context() {
 void Collector::write(const Session& s, OutputContext ctx) {
   if (stacks_.size()) {
     try {
-      ctx.stacks = stacks_.symbolize();
+      std::string naming;
+      ctx.stacks = stacks_.symbolize(&naming);
+      if (!naming.empty()) {
+        ctx.notes.push_back(naming);
+        log::warn(naming);
+      }
     } catch (...) {
       ctx.notes.push_back("Stacks could not be named (out of memory): the snapshot has none");
     }
@@ -462,15 +490,8 @@ void Collector::write_census(const OutputContext& ctx) {
   std::sort(events.begin(), events.end(), [](const CensusEvent& a, const CensusEvent& b) { return a.ns < b.ns; });
   const std::string text = step_census(events, 20);
   const std::string path = ctx.prefix + ".steps.txt";
-  std::string error;
-  const int fd = create_output_file(path, ctx.overwrite, error);
-  if (fd < 0) {
-    log::warn(error);
-  } else {
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    if (!ok) log::warn("could not write " + path);
-  }
+  std::string problem;
+  if (!write_output_file(path, ctx.overwrite, [&](std::ostream& os) { os << text; }, problem)) log::warn(problem);
   log::print("nb: step markers (" + path + ")\n" + text);
 }
 

@@ -35,7 +35,8 @@ class Collector final : public Recorder {
   // keep running on the program's threads). Returns false if it could not.
   bool start() override;
   // Safe if start() never ran.
-  void finish() override;
+  void finish() override { finish_tagged(""); }
+  void finish_tagged(const std::string& tag) override;
   void resume_device() override;
   void hand_over_device() override;
 
@@ -83,6 +84,9 @@ class Collector final : public Recorder {
   OutputContext current_context();
   void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt  // context_ with the figures of now (clock, drops, names)
   uint64_t memory_limit() const;
+  // Recorded calls that made device work still without their device record
+  // (the whole run's, or any window's).
+  bool device_records_pending() const;
   // NB_STEP as the user reads it in messages ("sync" when not given).
   std::string step_text() const { return options_.step.spec.empty() ? "sync" : options_.step.spec; }
 
@@ -110,7 +114,9 @@ class Collector final : public Recorder {
   uint64_t last_written_ = 0;  // windows are written in order
   uint64_t late_records_ = 0;  // arrived after their window was written
   uint64_t late_device_ = 0;
-  uint64_t unjoined_in_windows_ = 0;  // order join: device records joined to no call, so in no window
+  uint64_t unjoined_in_windows_ = 0;
+  uint64_t host_work_ = 0;   // without windows: recorded calls that make device work
+  uint64_t device_got_ = 0;  // ... and the device records routed to them  // order join: device records joined to no call, so in no window
   std::vector<DeviceRecord> retry_device_;  // no window known yet: tried again after the next drain
   std::map<uint32_t, std::string> thread_names_;  // for the windows' thread names
 

@@ -17,7 +17,7 @@ Fn driver_fn(Host& host, const char* name) {
 
 }  // namespace
 
-bool synchronize_devices(Host& host, std::chrono::milliseconds limit) {
+DeviceSync::DeviceSync(Host& host) {
   using GetCurrent = CUresult (*)(CUcontext*);
   using SetCurrent = CUresult (*)(CUcontext);
   using Sync = CUresult (*)();
@@ -34,7 +34,10 @@ bool synchronize_devices(Host& host, std::chrono::milliseconds limit) {
   auto state = driver_fn<State>(host, "cuDevicePrimaryCtxGetState");
   auto retain = driver_fn<Retain>(host, "cuDevicePrimaryCtxRetain");
   auto release = driver_fn<Release>(host, "cuDevicePrimaryCtxRelease_v2");
-  if (!get_current || !set_current || !sync) return true;
+  if (!get_current || !set_current || !sync) {
+    finished_ = true;
+    return;
+  }
   CUcontext mine = nullptr;
   get_current(&mine);
   // Work may run in any thread's context on any device: wait for the
@@ -42,36 +45,51 @@ bool synchronize_devices(Host& host, std::chrono::milliseconds limit) {
   // helper thread, with a limit, because a device that never finishes (a
   // collective waiting for a dead peer) must not keep the process from
   // exiting.
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  std::thread helper([=, &host] {
-    host.own_thread();
-    if (mine) {
-      set_current(mine);
-      sync();
-    }
-    int n = 0;
-    if (count && get && state && retain && release && count(&n) == CUDA_SUCCESS) {
-      for (int i = 0; i < n; ++i) {
-        CUdevice dev;
-        unsigned int flags = 0;
-        int active = 0;
-        CUcontext ctx = nullptr;
-        if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
-        if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
-        set_current(ctx);
-        sync();
-        release(dev);
+  // No thread to be had (out of memory): nothing to wait on.
+  try {
+    auto done = std::make_shared<std::promise<void>>();
+    future_ = done->get_future();
+    helper_ = std::thread([=, &host] {
+      // Nothing may escape a thread's function (std::terminate): a driver
+      // that throws, or memory that runs out, ends the wait, not the program.
+      try {
+        host.own_thread();
+        if (mine) {
+          set_current(mine);
+          sync();
+        }
+        int n = 0;
+        if (count && get && state && retain && release && count(&n) == CUDA_SUCCESS) {
+          for (int i = 0; i < n; ++i) {
+            CUdevice dev;
+            unsigned int flags = 0;
+            int active = 0;
+            CUcontext ctx = nullptr;
+            if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
+            if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
+            set_current(ctx);
+            sync();
+            release(dev);
+          }
+        }
+      } catch (...) {
       }
-    }
-    done->set_value();
-  });
-  if (finished.wait_for(limit) == std::future_status::ready) {
-    helper.join();
-    return true;
+      done->set_value();
+    });
+  } catch (...) {
+    finished_ = true;
   }
-  helper.detach();  // still waiting for the device; the process exits anyway
-  return false;
+}
+
+bool DeviceSync::done(std::chrono::milliseconds wait) {
+  if (!finished_ && future_.valid() && future_.wait_for(wait) == std::future_status::ready) finished_ = true;
+  return finished_;
+}
+
+DeviceSync::~DeviceSync() {
+  if (!helper_.joinable()) return;
+  if (finished_) helper_.join();
+  else helper_.detach();  // still waiting for the device; the process exits anyway
 }
 
 std::vector<formats::DeviceProperties> query_devices(Host& host) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <streambuf>
@@ -70,59 +71,100 @@ bool make_parents(const std::string& path, std::string& error) {
   return true;
 }
 
-}  // namespace
+// Where a file's content goes while it is written: a new file of its own,
+// created exclusively (never an existing name, never through a link), so
+// nothing planted there is written through or truncated. `<name>.partial`
+// when free, else `<name>.partial.<pid>.<n>`. Returns an fd, or -1 with
+// `problem` set.
+int open_temp(const std::string& path, std::string& temp, std::string& problem) {
+  static std::atomic<unsigned> serial{0};
+  temp = path + ".partial";
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) return fd;  // the user's umask applies
+    if (errno != EEXIST) break;
+    temp = path + ".partial." + std::to_string(getpid()) + "." + std::to_string(serial.fetch_add(1) + 1);
+  }
+  problem = "cannot create " + temp + ": " + std::strerror(errno) + "; " + path + " not written";
+  return -1;
+}
 
-// A file appears under its name only when complete: the name is claimed
-// first (create_output_file's checks: no overwrite unless asked, never
-// through a symlink), the content goes to <name>.partial, which is renamed
-// over the claim at the end. A process killed mid-write (a second signal, a
-// crash) leaves an empty file and a .partial, never a truncated file that
-// looks finished.
-bool write_output_file(const std::string& path, bool overwrite, const std::function<void(std::ostream&)>& fill,
-                       std::string& problem) {
-  const int claim = create_output_file(path, overwrite, problem);
-  if (claim < 0) return false;
-  ::close(claim);
-  const std::string partial = path + ".partial";
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    problem = "cannot create " + partial + ": " + std::strerror(errno);
+// Puts the finished `temp` under `path`: without `overwrite` only if nothing
+// is there (link, which fails if something is), else by rename, which
+// replaces a file without truncating it (its other hard links keep their
+// content). Never over a symbolic link.
+bool publish(const std::string& temp, const std::string& path, bool overwrite, std::string& problem) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    problem = path + " is a symbolic link; not written";
     return false;
   }
-  bool failed;
-  {
-    FdBuf buf(fd);
-    std::ostream os(&buf);
-    fill(os);
-    os.flush();
-    failed = buf.failed();
+  if (!overwrite) {
+    if (::link(temp.c_str(), path.c_str()) == 0) {
+      ::unlink(temp.c_str());
+      return true;
+    }
+    if (errno == EEXIST) {
+      problem = exists_message(path);
+      return false;
+    }
+    // A file system without hard links: rename, once nothing is there.
+    if (::lstat(path.c_str(), &st) == 0) {
+      problem = exists_message(path);
+      return false;
+    }
   }
-  if (::close(fd) != 0) failed = true;
-  if (failed) {
-    problem = "could not write all of " + partial + ": " + std::strerror(errno);
-    ::unlink(partial.c_str());  // a full disk keeps neither the torso nor the empty claim
-    ::unlink(path.c_str());
-    return false;
-  }
-  if (::rename(partial.c_str(), path.c_str()) != 0) {
-    problem = "could not rename " + partial + " to " + path + ": " + std::strerror(errno);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    problem = "could not rename " + temp + " to " + path + ": " + std::strerror(errno);
     return false;
   }
   return true;
 }
 
+}  // namespace
 
-int create_output_file(const std::string& path, bool overwrite, std::string& error) {
-  if (!make_parents(path, error)) return -1;
-  int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
-  flags |= overwrite ? O_TRUNC : O_EXCL;
-  const int fd = ::open(path.c_str(), flags, 0666);  // the user's umask applies
-  if (fd < 0) {
-    if (errno == EEXIST) error = path + " exists; not overwritten (set NB_OVERWRITE=1 to replace it)";
-    else if (errno == ELOOP) error = path + " is a symbolic link; not written";
-    else error = "cannot create " + path + ": " + std::strerror(errno);
+std::string exists_message(const std::string& path) {
+  return path + " exists; not overwritten (NB_OVERWRITE=1 or nbprof --overwrite replaces it; or choose another NB_OUT)";
+}
+
+bool write_output_file(const std::string& path, bool overwrite, const std::function<void(std::ostream&)>& fill,
+                       std::string& problem) {
+  if (!make_parents(path, problem)) return false;
+  struct stat st {};
+  if (!overwrite && ::lstat(path.c_str(), &st) == 0) {  // before any work
+    problem = S_ISLNK(st.st_mode) ? path + " is a symbolic link; not written" : exists_message(path);
+    return false;
   }
-  return fd;
+  std::string temp;
+  const int fd = open_temp(path, temp, problem);
+  if (fd < 0) return false;
+  bool failed = false;
+  int write_errno = 0;
+  try {
+    FdBuf buf(fd);
+    std::ostream os(&buf);
+    fill(os);
+    os.flush();
+    failed = buf.failed();
+    write_errno = errno;
+  } catch (...) {
+    // Out of memory while building the content: nothing under the name.
+    ::close(fd);
+    ::unlink(temp.c_str());
+    problem = "out of memory while writing " + path + "; not written";
+    return false;
+  }
+  if (::close(fd) != 0) failed = true;
+  if (failed) {
+    problem = "could not write all of " + temp + ": " + std::strerror(write_errno ? write_errno : errno);
+    ::unlink(temp.c_str());  // a full disk keeps no torso
+    return false;
+  }
+  if (!publish(temp, path, overwrite, problem)) {
+    ::unlink(temp.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace nb

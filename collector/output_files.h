@@ -1,7 +1,10 @@
 // The one place that creates output files. A file appears under its name
-// only when complete: the name is claimed first (never over an existing
-// file unless asked, never through a symlink), the content goes to
-// <name>.partial, which is renamed over the claim at the end.
+// only when complete: the content goes to a temporary file created
+// exclusively beside it (<name>.partial), which is linked in under the name
+// at the end, or renamed over an existing file when asked to overwrite.
+// Nothing is ever truncated or written through a link, and a process killed
+// while writing leaves at most the temporary file, never a file under the
+// final name that looks whole and is not.
 #pragma once
 #include <functional>
 #include <ostream>
@@ -9,13 +12,12 @@
 
 namespace nb {
 
-// Creates `path` for writing: parents made as needed, never through a
-// symlink, never over an existing file unless `overwrite`. Returns an fd or
-// -1 with `error` set.
-int create_output_file(const std::string& path, bool overwrite, std::string& error);
+// "PATH exists; not overwritten (what to do)".
+std::string exists_message(const std::string& path);
 
 // Writes `path` whole through `fill`, or not at all: false with `problem`
-// (one line for the log) when it could not be claimed, written or renamed.
+// (one line for the log) when it exists (unless `overwrite`), or could not
+// be written or put in place. Parent directories are made as needed.
 bool write_output_file(const std::string& path, bool overwrite, const std::function<void(std::ostream&)>& fill,
                        std::string& problem);
 

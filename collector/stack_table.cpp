@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "collector/symbolizer.h"
+#include "collector/frame_names.h"
 
 namespace nb {
 
@@ -16,17 +17,6 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }
 
 constexpr uint64_t kPythonBit = 1ull << 63;
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string base_name(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 }  // namespace
 
@@ -63,33 +53,26 @@ uint32_t StackTable::intern(const uint64_t* native, uint32_t n_native, const uin
   return id;
 }
 
-std::vector<formats::Stack> StackTable::symbolize() const {
+std::vector<formats::Stack> StackTable::symbolize(std::string* note) const {
   std::vector<formats::Stack> out(offsets_.size() + 1);
-  Symbolizer symbols;
-  std::unordered_map<uint64_t, std::vector<formats::Frame>> native_names;
   std::unordered_map<uint32_t, std::pair<std::string, std::string>> code_names;
 
-  // One address may stand for several frames (calls the compiler inlined).
-  const auto native_frames = [&](uint64_t pc) -> const std::vector<formats::Frame>& {
-    auto it = native_names.find(pc);
-    if (it != native_names.end()) return it->second;
-    std::vector<formats::Frame> out;
-    // Every frame kept is a return address: the call is the byte before.
-    for (const SymbolizedFrame& s : symbols.resolve_inlined(pc, true)) {
-    formats::Frame f;
-    if (s.line > 0 && !s.file.empty()) {
-      f.filename = s.file;
-      f.line = s.line;
-    } else {
-      f.filename = s.module.empty() ? "??" : s.module;
-      f.line = 0;
+  // Every distinct native address, named at once (frame_names.h); one
+  // address may stand for several frames (calls the compiler inlined).
+  std::vector<uint64_t> pcs;
+  {
+    std::unordered_set<uint64_t> seen;
+    for (const Ref& r : offsets_) {
+      for (uint32_t i = 0; i < r.native; ++i) {
+        const uint64_t pc = arena_[r.begin + i];
+        if ((origins_.python == nullptr || !origins_.python->is_eval_pc(pc)) && seen.insert(pc).second) pcs.push_back(pc);
+      }
     }
-    f.name = !s.function.empty() ? s.function
-                                 : (s.module.empty() ? hex(pc) : base_name(s.module) + "+" + hex(s.offset));
-    out.push_back(std::move(f));
-    }
-    return native_names.emplace(pc, std::move(out)).first->second;
-  };
+  }
+  std::string naming_note;
+  const auto native_names = name_frames(pcs, naming_note);
+  if (note != nullptr) *note = naming_note;
+  const auto native_frames = [&](uint64_t pc) -> const std::vector<formats::Frame>& { return native_names.at(pc); };
   const auto python_frame = [&](uint64_t e) {
     const uint32_t code = static_cast<uint32_t>((e & ~kPythonBit) >> 32);
     auto it = code_names.find(code);

@@ -32,8 +32,10 @@ class StackTable {
   size_t size() const { return offsets_.size(); }  // distinct stacks
   uint64_t overflowed() const { return overflowed_; }
 
-  // Every stack with names, index = id (index 0: the empty stack).
-  std::vector<formats::Stack> symbolize() const;
+  // Every stack with names, index = id (index 0: the empty stack). `note`
+  // (if given) says why native frames lack source lines, "" if none do
+  // for a reason worth saying.
+  std::vector<formats::Stack> symbolize(std::string* note = nullptr) const;
 
  private:
   struct Ref {

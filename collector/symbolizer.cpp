@@ -66,7 +66,8 @@ DwflApi load_dwfl() {
   open_private_lib("libelf.so.1");
   void* h = open_private_lib("libdw.so.1");
   if (h == nullptr) {
-    log::warn("libdw.so.1 not found: native frames named from symbol tables only, without source lines");
+    log::warn("libdw.so.1 could not be loaded (not found, or no memory): native frames named from symbol tables "
+              "only, without source lines");
     return api;
   }
   log::debug(std::string("source lines through ") + lib_path(h));
@@ -324,7 +325,11 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer() : impl_(new (std::nothrow) Impl) {}
+Symbolizer::Symbolizer(bool line_info) : impl_(new (std::nothrow) Impl) {
+  if (impl_ && !line_info) impl_->dwfl_tried = true;
+}
+
+bool Symbolizer::load_line_info() { return dwfl_api().ok; }
 
 Symbolizer::~Symbolizer() = default;
 

@@ -33,7 +33,12 @@ struct SymbolizedFrame {
 
 class Symbolizer {
  public:
-  Symbolizer();
+  // `line_info` false: the dynamic linker's data only (module, offset,
+  // exported symbol), libdw never touched.
+  explicit Symbolizer(bool line_info = true);
+  // Loads libdw now, in this process, if it is to be had (a process that
+  // forks to symbolize loads it before, so the child never calls dlopen).
+  static bool load_line_info();
   ~Symbolizer();
   // `pc` is an address as captured by unw_backtrace. `return_address`: true for every
   // frame except the innermost (look up pc-1 so a call's line, not the next one, is found).

@@ -72,6 +72,7 @@ Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
 void Collector::route(const Record& r) {
   if (!windowed_) {
     session_.consume(r);
+    if (makes_device_work(r)) ++host_work_;
     note_for_join(r, 0);
     if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
     return;
@@ -105,6 +106,7 @@ void Collector::route(const Record& r) {
 void Collector::route(const DeviceRecord& d, bool last_try) {
   if (!windowed_) {
     session_.consume(d);
+    ++device_got_;
     return;
   }
   auto it = corr_window_.find(d.correlation);
@@ -133,7 +135,10 @@ void Collector::note_for_join(const Record& r, uint64_t window) {
 void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
   if (!windowed_) {
     session_.consume(d);
-    if (l.joined) session_.consume(CorrelationLink{l.host_id, d.correlation});
+    if (l.joined) {
+      session_.consume(CorrelationLink{l.host_id, d.correlation});
+      ++device_got_;
+    }
     return;
   }
   if (!l.joined) {
@@ -176,6 +181,15 @@ void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
     w.end_tick = last != step_ends_.end() ? last->second.tick : tick;
     w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
   }
+}
+
+bool Collector::device_records_pending() const {
+  if (tracer_ == nullptr || tracer_->handed_over()) return false;  // none will come
+  if (!windowed_) return device_got_ < host_work_;
+  for (const auto& [n, w] : windows_) {
+    if (w.device_got < w.host_work) return true;
+  }
+  return false;
 }
 
 uint64_t Collector::memory_limit() const {

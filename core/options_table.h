@@ -20,7 +20,8 @@
 
 #define NB_OPTIONS(NB_OPTION)                                                               \
   NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0, ,                                      \
-    "Output prefix; %p = pid, %n = program name, %% = %. Relative to the starting directory. " \
+    "Output prefix; %p = pid, %n = program name, %% = %. Relative to the starting directory; " \
+    "ending in / = a directory, with nb-%n-%p inside. "                                     \
     "Files: <prefix>.trace.json, <prefix>.memory.pickle, <prefix>.table.txt")                \
   NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0, ,                                         \
     "Shim log level on stderr: trace, debug, info, warn, error, off")                       \

@@ -72,6 +72,9 @@ class Recorder {
   // Stops the thread, drains what is left, writes the files, prints the
   // table and where the files are. Idempotent.
   virtual void finish() = 0;
+  // The same, for an image about to be replaced by exec: its files are
+  // named <prefix><tag>.*, so that the new image's own never meet them.
+  virtual void finish_tagged(const std::string& tag) = 0;
   // Armed again after go_dormant: CUPTI's activity back on.
   virtual void resume_device() = 0;
   // The program's own CUPTI client is starting (torch.profiler): take what

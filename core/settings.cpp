@@ -13,14 +13,23 @@ std::string safe_program_name(const char* name) {
   return out.empty() ? "program" : out;
 }
 
+void Settings::move_to(long new_pid) {
+  pid = new_pid;
+  // A prefix that ends in '/' names a directory: the files get the default
+  // name inside it (not hidden files named ".trace.json").
+  std::string pattern = options.out;
+  if (!pattern.empty() && pattern.back() == '/') pattern += kDefaultOutName;
+  prefix = expand_prefix(pattern, pid, program);
+  if (!prefix.empty() && prefix[0] != '/' && !start_dir.empty()) prefix = start_dir + "/" + prefix;
+}
+
 Settings read_settings(const EnvLookup& lookup, long pid, const char* program, const std::string& cwd) {
   Settings s;
   s.options = parse_options(lookup, s.problems);
   s.step = step_marker_for(s.options.step, s.options.active != 0);
   s.program = safe_program_name(program);
-  s.pid = pid;
-  s.prefix = expand_prefix(s.options.out, pid, s.program);
-  if (!s.prefix.empty() && s.prefix[0] != '/' && !cwd.empty()) s.prefix = cwd + "/" + s.prefix;
+  s.start_dir = cwd;
+  s.move_to(pid);
   return s;
 }
 

@@ -16,9 +16,18 @@ struct Settings {
   std::vector<std::string> problems;  // one line per bad NB_* value, said once the log is up
   StepMarker step;                    // the marker in use: NB_STEP, or sync with a schedule
   std::string program;                // %n, made safe for file names
+  std::string start_dir;              // the working directory when nb loaded
   long pid = 0;                       // %p
   std::string prefix;                 // NB_OUT expanded, absolute (from the starting directory)
+
+  // The same settings for another process: a forked child that records on
+  // its own has its own pid in its prefix.
+  void move_to(long new_pid);
 };
+
+// The file name part of the default NB_OUT, used inside a directory named
+// by an NB_OUT that ends in '/'.
+constexpr const char* kDefaultOutName = "nb-%n-%p";
 
 // `program`: the program's short name (program_invocation_short_name);
 // `cwd`: the starting directory ("" if unknown: the prefix stays relative).

@@ -29,6 +29,7 @@ std::atomic<bool> g_exit_handler_registered{false};
 namespace {
 
 Recorder* g_recorder = nullptr;  // never destroyed: hooks and exit paths may reach it late
+std::atomic<uint64_t> g_after_exit{0};  // calls made while the files were written at exit
 std::atomic<int> g_dying_signal{0};  // a terminating signal the collector is acting on
 // Arming (a program thread, after SIGUSR2) and going dormant (the
 // collector, after the last window) each happen once per window: a mutex
@@ -111,7 +112,6 @@ bool start_recorder() {
   const int s = g_state.load(std::memory_order_acquire);
   if (s == static_cast<int>(State::Running)) return true;
   if (s != static_cast<int>(State::Ready)) return false;
-
   RecorderSetup setup;
   setup.settings = &settings();
   setup.registry = thread_registry();
@@ -139,6 +139,42 @@ bool start_recorder() {
 void at_exit() { finish(); }
 
 }  // namespace
+
+bool recording_slow(int state) {
+  switch (static_cast<State>(state)) {
+    case State::Running:
+    case State::Ready:
+      return true;
+    case State::Dormant:
+      arm_if_requested();
+      break;
+    case State::Uninit:
+    case State::Initializing:
+      init_once();
+      break;
+    case State::Stopping:
+      // Exit began: recording stopped, so that threads still launching do
+      // not hold up the write; what they do is counted.
+      g_after_exit.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case State::ForkedChild: {
+      int expected = static_cast<int>(State::ForkedChild);
+      if (g_state.compare_exchange_strong(expected, static_cast<int>(State::Disabled))) {
+        // A plain write, no lock: a lock another thread of the parent held
+        // at the fork stays held here.
+        log::print("nb: a forked child (pid " + std::to_string(getpid()) +
+                   ") of a process that had used CUDA: its CUDA calls are not recorded\n");
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+  const int s = g_state.load(std::memory_order_acquire);
+  return s == static_cast<int>(State::Ready) || s == static_cast<int>(State::Running);
+}
+
+uint64_t calls_after_exit_began() { return g_after_exit.load(std::memory_order_relaxed); }
 
 void arm_if_requested() {
   bool expected = true;
@@ -172,6 +208,24 @@ void register_exit_handler() {
   g_exit_handler_registered.store(true, std::memory_order_release);
 }
 
+namespace {
+const char* g_finish_tag = "";  // set only by finish_before_exec, before it finishes
+}  // namespace
+
+void finish_before_exec(const char* path) {
+  const int s = g_state.load(std::memory_order_acquire);
+  const bool recorded = s == static_cast<int>(State::Running) || s == static_cast<int>(State::Dormant);
+  // A vfork child runs in the parent's memory until its exec: it must leave
+  // everything as it is (its pid is not the recording's).
+  if (!recorded || g_recorder == nullptr || getpid() != settings().pid) return;
+  g_finish_tag = ".exec";
+  if (finish(true)) {
+    log::print(std::string("nb: ") + (path ? path : "a program") +
+               " replaces this image (exec): its recording is in the files above; should the exec fail, the "
+               "rest of the run is not recorded\n");
+  }
+}
+
 bool finish(bool wait_for_other) {
   int expected = static_cast<int>(State::Running);
   bool mine = g_state.compare_exchange_strong(expected, static_cast<int>(State::Stopping));
@@ -193,11 +247,14 @@ bool finish(bool wait_for_other) {
     return false;
   }
   try {
-    g_recorder->finish();
+    g_recorder->finish_tagged(g_finish_tag);
   } catch (...) {
     log::error("could not write the outputs (out of memory?)");
   }
   set_state(State::Stopped);
+  if (const uint64_t late = calls_after_exit_began()) {
+    log::print("nb: " + std::to_string(late) + " CUDA calls made while nb wrote its files at exit are not in them\n");
+  }
   // Nothing more to write: the signals go back to their default, and one
   // that came while the files were written (on an exit path) takes effect.
   const int sig = release_exit_signals();
@@ -205,12 +262,16 @@ bool finish(bool wait_for_other) {
   return true;
 }
 
-// A forked child shares nothing with the parent's collector thread (it does
-// not exist in the child) and its rings are copies: the child is disabled and
-// its CUDA calls pass straight through. A child that execs starts afresh.
+// A forked child of a process that never made a CUDA call (a launcher that
+// forks its workers) is a fresh CUDA process: it starts nb at its own first
+// CUDA call, under its own pid. A child of one that did shares nothing with
+// the parent's collector thread (it does not exist in the child) and CUDA
+// does not carry over a fork: its CUDA calls pass straight through, said
+// once. A child that execs starts afresh either way.
 void on_fork_child() {
-  set_state(State::Disabled);
   t_state = ThreadState{};
+  if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::Uninit)) return;
+  set_state(State::ForkedChild);
   // No collector in the child: a SIGTERM must kill it as usual. (A signal
   // still pending was the parent's.)
   release_exit_signals();

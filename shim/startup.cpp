@@ -3,7 +3,15 @@
 // before the program runs; the rest (log, rings, stacks, steps) waits for
 // the first CUDA call, so that programs that never use CUDA see no
 // difference.
+#include <dlfcn.h>
+#include <sys/resource.h>
+#include <link.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
 
 #include <cerrno>
 #include <climits>
@@ -46,6 +54,71 @@ uint32_t round_up_pow2(uint64_t v) {
   return p;
 }
 
+// Another copy of the shim (two paths in LD_PRELOAD, a build's and an
+// installed one) loaded before this one: its path, else null. The loader
+// lists objects in load order, and the first copy is the one whose hooks
+// the program's calls reach.
+int find_copy(dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<std::pair<uintptr_t, std::string>*>(data);
+  if (info->dlpi_addr == search->first) return 1;  // ourselves, before any other copy
+  const char* name = info->dlpi_name;
+  const char* base = name ? std::strrchr(name, '/') : nullptr;
+  base = base ? base + 1 : name;
+  if (base != nullptr && std::strncmp(base, "libnb_shim", 10) == 0) {
+    search->second = name;
+    return 1;
+  }
+  return 0;
+}
+
+std::string earlier_copy() {
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&find_copy), &self) == 0) return {};
+  std::pair<uintptr_t, std::string> search{reinterpret_cast<uintptr_t>(self.dli_fbase), {}};
+  // dlpi_addr is the load bias; for a shared object it equals its base.
+  dl_iterate_phdr(find_copy, &search);
+  if (!search.second.empty()) search.second += std::string(" (this one: ") + (self.dli_fname ? self.dli_fname : "?") + ")";
+  return search.second;
+}
+
+// A second copy of the shim stays out of the way of the first: every call
+// reaches it only through the first one's hooks, and it passes them
+// straight through. Decided (and said) once, by whichever of the
+// constructor and the first hook comes first.
+bool second_copy() {
+  static std::once_flag once;
+  static bool second = false;
+  std::call_once(once, [] {
+    const std::string first = earlier_copy();
+    if (first.empty()) return;
+    second = true;
+    set_state(State::Disabled);
+    log::print("nb: another copy of libnb_shim.so is loaded first, " + first + "; this one stays out of the way\n");
+  });
+  return second;
+}
+
+// Under a tight RLIMIT_AS (ulimit -v) the program's own allocations and
+// nb's compete for the same address space, and what nb takes the program
+// may need later: with less than this much left at the first CUDA call, nb records nothing. `why` says how much was left.
+constexpr uint64_t kMinAddressSpace = 256ull << 20;
+
+bool enough_address_space(std::string& why) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return true;
+  unsigned long long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "re")) {
+    if (std::fscanf(f, "%llu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const uint64_t used = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t left = lim.rlim_cur > used ? lim.rlim_cur - used : 0;
+  if (left >= kMinAddressSpace) return true;
+  why = "only " + std::to_string(left >> 20) + " MiB of address space left under RLIMIT_AS (ulimit -v); nb records "
+        "nothing, so that the program keeps it";
+  return false;
+}
+
 void read_settings_once() {
   std::call_once(g_settings_once, [] {
     char cwd[PATH_MAX];
@@ -60,6 +133,10 @@ __attribute__((constructor)) void on_load() {
   // start-up must leave a disabled child, not one waiting for a start that
   // will never finish).
   nb_resolve_real_dlsym();
+  // nb's messages go to the stderr the process has now, wherever the
+  // program moves its fd 2 later.
+  log::open_stream();
+  if (second_copy()) return;
   pthread_atfork(nullptr, nullptr, on_fork_child);
   try {
     read_settings_once();
@@ -93,12 +170,21 @@ void init_state() {
     while (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Initializing)) sched_yield();
     return;
   }
+  if (second_copy()) return;
   nb_resolve_real_dlsym();
   read_settings_once();
+  // A forked child that records on its own (its parent never used CUDA).
+  if (g_settings->pid != getpid()) g_settings->move_to(getpid());
   const Settings& s = *g_settings;
   const Options& o = s.options;
   log::init(o.log);
   for (const std::string& p : s.problems) log::warn(p);
+  std::string tight;
+  if (o.enable && !enough_address_space(tight)) {  // before nb loads or maps anything more
+    log::warn(tight);
+    set_state(State::Disabled);
+    return;
+  }
   if (g_torch_allocs_note != nullptr) log::warn(*g_torch_allocs_note);
   if (const char* other = other_nvtx_tool()) {
     // NVTX loads one tool per process: the one named first keeps it.

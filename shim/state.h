@@ -25,9 +25,7 @@
 
 namespace nb::shim {
 
-// Dormant and Uninit/Initializing sort first: recording() tests them with one
-// comparison on its slow path.
-enum class State : int { Dormant = -1, Uninit, Initializing, Ready, Running, Stopping, Stopped, Disabled };
+enum class State : int { ForkedChild = -2, Dormant, Uninit, Initializing, Ready, Running, Stopping, Stopped, Disabled };
 
 extern std::atomic<int> g_state;
 
@@ -38,27 +36,31 @@ bool ensure_started();    // idempotent; Ready → Running (the recorder, its th
 // wrote them; a call while another thread writes them waits for it (at most
 // 10 s) when `wait_for_other`.
 bool finish(bool wait_for_other = true);
+// Before an exec replaces this image: its files written under
+// <prefix>.exec.* (the new image writes its own). Not in a vfork child,
+// which shares this process's memory until it execs.
+void finish_before_exec(const char* path);
 void on_fork_child();     // a forked child (without exec): Disabled
 
 extern std::atomic<bool> g_exit_handler_registered;
 void register_exit_handler();  // once, after the first recorded call returned
 
+// Every state but Running, out of line: start-up (init_once returns once the
+// state is settled, so no call slips through unrecorded), arming, a call
+// made while the files are written at exit (counted), a forked child's
+// first call.
+bool recording_slow(int state);
+
 inline bool recording() {
-  int s = g_state.load(std::memory_order_relaxed);
-  // Uninit or Initializing (another thread is at it): init_once() returns
-  // once the state is settled, so no call slips through unrecorded.
-  if (__builtin_expect(s <= static_cast<int>(State::Initializing), 0)) {
-    if (s == static_cast<int>(State::Dormant)) {
-      // Dormant: one relaxed load, the whole cost of a hook until a signal.
-      if (__builtin_expect(!g_control.arm_request.load(std::memory_order_relaxed), 1)) return false;
-      arm_if_requested();
-    } else {
-      init_once();
-    }
-    s = g_state.load(std::memory_order_acquire);
-  }
-  return s == static_cast<int>(State::Ready) || s == static_cast<int>(State::Running);
+  const int s = g_state.load(std::memory_order_relaxed);
+  if (__builtin_expect(s == static_cast<int>(State::Running), 1)) return true;
+  // Dormant: one relaxed load more, the whole cost of a hook until a signal.
+  if (s == static_cast<int>(State::Dormant) && !g_control.arm_request.load(std::memory_order_relaxed)) return false;
+  return recording_slow(s);
 }
+
+// Calls made while the files were written at exit: not recorded.
+uint64_t calls_after_exit_began();
 
 inline bool disabled() {
   return g_state.load(std::memory_order_relaxed) == static_cast<int>(State::Disabled);

@@ -247,10 +247,16 @@ std::mutex& lock() {
 std::atomic<unsigned long long>& call_counter(const char* exported_name) {
     static std::mutex* m = new std::mutex;
     static auto* counters = new std::map<std::string, std::unique_ptr<std::atomic<unsigned long long>>>;
-    std::lock_guard<std::mutex> g(*m);
-    auto& slot = (*counters)[exported_name];
-    if (!slot) slot = std::make_unique<std::atomic<unsigned long long>>(0);
-    return *slot;
+    // A real driver throws nothing: out of memory, a call goes uncounted.
+    static std::atomic<unsigned long long> uncounted{0};
+    try {
+        std::lock_guard<std::mutex> g(*m);
+        auto& slot = (*counters)[exported_name];
+        if (!slot) slot = std::make_unique<std::atomic<unsigned long long>>(0);
+        return *slot;
+    } catch (...) {
+        return uncounted;
+    }
 }
 
 void trace_call(const char* exported_name) {

@@ -27,6 +27,12 @@ TEST_CASE("nbprof maps options to NB_* variables; a bare boolean means 1", "[int
   CHECK(bad.err.find("unknown option --no-such-option") != std::string::npos);
   const auto missing = nbtest::run({NB_NBPROF_PATH, "--stacks"});
   CHECK(missing.exit_code != 0);
+  // `--` ends the options: never taken for an option's value.
+  for (const char* opt : {"--stacks", "-o", "--shim"}) {
+    const auto dashes = nbtest::run({NB_NBPROF_PATH, opt, "--", "/bin/true"});
+    CHECK(dashes.exit_code == 2);
+    CHECK(dashes.err.find("needs a") != std::string::npos);
+  }
 }
 
 TEST_CASE("nbprof runs a program under the shim and writes its files", "[integration][nbprof]") {

@@ -3,6 +3,7 @@
 // x = i + 1, so a window's kernels say exactly which steps it holds.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -303,4 +304,37 @@ TEST_CASE("windows: each window's footer says what the stacks taken in the run s
   CHECK(first >= calls1);
   CHECK(second >= first);
   CHECK(second >= calls1 + calls2);
+}
+
+TEST_CASE("steps cut inside the program's own NVTX ranges: no two spans on one track overlap in part",
+          "[integration][windows][nvtx]") {
+  nbtest::TempDir dir;
+  // The step ends at the kernel launched inside each "step" range, so a
+  // ProfilerStep span begins and ends inside ranges of the program's.
+  const Run r = run_steps(dir, {"8"}, {{"NB_STEP", "kernel:step_kernel"}, {"NB_WAIT", "1"}, {"NB_ACTIVE", "4"}},
+                          "nvtx_steps");
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.windows.count(1));
+  const Window& w = r.windows.at(1);
+  CHECK(w.steps.size() == 4);
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> tracks;
+  for (const auto& ev : w.trace["traceEvents"]) {
+    if (ev.value("ph", "") != "X") continue;
+    const double ts = ev["ts"].get<double>();
+    tracks[{ev["pid"].get<int64_t>(), ev["tid"].get<int64_t>()}].push_back({ts, ts + ev["dur"].get<double>()});
+  }
+  // Times are microseconds with three decimals, each rounded on its own:
+  // spans that touch may seem to overlap by a nanosecond.
+  constexpr double kRounding = 0.002;
+  int partial = 0;
+  for (auto& [track, spans] : tracks) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 0; i < spans.size(); ++i) {
+      for (size_t j = i + 1; j < spans.size() && spans[j].first + kRounding < spans[i].second; ++j) {
+        if (spans[j].second > spans[i].second + kRounding) ++partial;  // starts inside, ends outside
+      }
+    }
+  }
+  CHECK(partial == 0);
 }
