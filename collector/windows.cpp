@@ -329,6 +329,21 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   // the user learns that NB_STEP never matched.
   const bool tail_only = at_exit && !w.complete && ctx.steps.empty() && steps_ended_ != 0;
   if (tail_only) log::debug("the calls after the last step are in no window");
+  // Nothing more to record in this arming: hooks pass straight through, and
+  // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good. Before
+  // the files appear: a program that waits for them to arm the next window
+  // must find nb dormant already, not be disarmed right after arming.
+  // Only a window of the current arming can end it (one of an earlier
+  // arming, written late, must not disarm the new one).
+  const bool done = !at_exit && n > arming_base_ &&
+                    (toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat));
+  if (done) {
+    armed_ = false;
+    // CUPTI first: the thread that arms again resumes it (shim/lifecycle.cpp),
+    // and must not find it paused after.
+    if (tracer_) tracer_->pause();
+    host_.go_dormant();
+  }
   if (!tail_only && (s.consumed() != 0 || !ctx.steps.empty())) write(s, std::move(ctx));
   last_written_ = std::max(last_written_, n);
   // The window's correlation ids stay until the next one is written, so
@@ -338,20 +353,6 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   windows_.erase(it);  // `w` is gone from here on
   // Step ends before this window's are no longer needed.
   while (!step_ends_.empty() && step_ends_.begin()->first + 1 < first_active) step_ends_.erase(step_ends_.begin());
-  if (at_exit) return;
-  // Nothing more to record in this arming: hooks pass straight through, and
-  // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good.
-  // Only a window of the current arming can end it (one of an earlier
-  // arming, written late, must not disarm the new one).
-  const bool current = n > arming_base_;
-  const bool done = current && (toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat));
-  if (done) {
-    armed_ = false;
-    // CUPTI first: the thread that arms again resumes it (shim/state.cpp),
-    // and must not find it paused after.
-    if (tracer_) tracer_->pause();
-    host_.go_dormant();
-  }
 }
 
 }  // namespace nb

@@ -24,9 +24,14 @@ class TestHost final : public Host {
  public:
   void* driver_function(const char*) override { return nullptr; }  // no driver: nothing to wait for
   void own_thread() override { own_threads.fetch_add(1); }
-  void go_dormant() override { dormant.fetch_add(1); }
+  void go_dormant() override {
+    dormant.fetch_add(1);
+    if (!watched.empty() && nbtest::file_exists(watched)) files_before_dormant = true;
+  }
   void exit_signal(int) override {}
   std::atomic<int> own_threads{0}, dormant{0};
+  std::string watched;  // a file that must not exist yet when nb goes dormant
+  std::atomic<bool> files_before_dormant{false};
 };
 
 Settings settings_for(const std::map<std::string, std::string>& env, const std::string& dir) {
@@ -108,6 +113,7 @@ TEST_CASE("recorder: a time-stepped trigger window ends through Control and Host
   NameTable names;
   Control control;
   TestHost host;
+  host.watched = dir.file("w.w1.table.txt");
   RecorderSetup setup;
   setup.settings = &settings;
   setup.registry = &registry;
@@ -130,5 +136,8 @@ TEST_CASE("recorder: a time-stepped trigger window ends through Control and Host
   CHECK(host.dormant.load() >= 1);
   CHECK_FALSE(control.arm_request.load());
   CHECK(nbtest::file_exists(dir.file("w.w1.trace.json")));
+  // Dormant before the files appear: a program that arms the next window
+  // once it sees them is never disarmed right after.
+  CHECK_FALSE(host.files_before_dormant.load());
   recorder->finish();
 }
