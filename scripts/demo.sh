@@ -42,7 +42,7 @@ fi
 # By meson's target names: the shim and its private libraries, nbprof and
 # its helpers, the demo, and without a GPU the fake driver and CUPTI. The
 # build files are brought up to date first, so that the names are current.
-targets=(nb_shim nb-libs nb-options nbprof nb-stats nb-demo)
+targets=(nb_shim nb-libs nb-options nbprof nb-stats nb-report nb-demo)
 [ -n "$gpu" ] || targets+=(cuda cupti)
 say "building ${targets[*]} (ninja's progress below)"
 if ! regen=$(ninja -C "$build" build.ninja 2>&1); then
@@ -70,6 +70,7 @@ nb demo: done. Open what it wrote:
   $out.memory.pickle: every device allocation and free, with its stack
       https://pytorch.org/memory_viz, drop the file on the page; or, with PyTorch:
       python -m torch.cuda._memory_viz trace_plot $out.memory.pickle -o $out.memory.html
+      or what it says (peak, sawtooth, leak, fragmentation): $nbprof report $out
   $out.table.txt: the ranking table printed above, every row
       less $out.table.txt; or again from the trace: $nbprof stats $out
 EOF

@@ -50,6 +50,9 @@ nbprof \- run a CUDA program under nb: where its time and its device memory go
 .B nbprof stats
 \fIRUN\fR [\fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR] [\fB\-\-rows\fR \fIN\fR]
 .br
+.B nbprof report
+\fIRUN\fR [\fB\-\-json\fR] [\fB\-\-out\fR \fIPATH\fR] [\fB\-\-no\-picture\fR]
+.br
 .B nbprof
 \fB\-\-help\fR | \fB\-\-version\fR
 .SH DESCRIPTION
@@ -85,6 +88,19 @@ prefix (\fIRUN\fR.trace.json; a window's is \fIPREFIX\fR.w1) or the trace's
 path. \fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR and
 \fB\-\-rows\fR \fIN\fR change the order and the number of rows (default: the
 run's own; 0: every row, as \fIPREFIX\fR.table.txt has them).
+.TP
+\fBreport\fR \fIRUN\fR
+Says what a finished run's device memory did, from its snapshot and trace:
+the peak, when it came and the stacks that held it; what was live at the
+program's end, by allocating stack; and three verdicts with the numbers
+behind them: \fBsawtooth\fR (the live bytes come back to a baseline every
+step), \fBleak\fR (the baseline at step ends rises; by how much per step,
+and the stacks that hold the growth) and \fBfragmentation\fR (reserved
+against allocated bytes; each OOM's request against the free bytes). Steps
+are the run's ProfilerStep spans (\fB\-\-step\fR). Draws allocated and
+reserved bytes over time into \fIPREFIX\fR.memory.png (\fB\-\-out\fR
+\fIPATH\fR; \fB\-\-no\-picture\fR: none), with matplotlib. \fB\-\-json\fR
+prints the same facts as JSON.
 .SH OPTIONS
 .TP
 \fB\-o\fR, \fB\-\-out\fR \fIPREFIX\fR
@@ -128,6 +144,9 @@ The ranking table, every row (standard error shows the first
 .TP
 \fIPREFIX\fR.w\fIN\fR.trace.json, .memory.pickle, .table.txt
 The same, per recording window (\fB\-\-active\fR).
+.TP
+\fIPREFIX\fR.memory.png
+The picture \fBnbprof report\fR draws.
 .SH EXIT STATUS
 The program's own status; 2 when nbprof itself stops (a usage mistake, an
 unknown subcommand or option, outputs that exist).
@@ -138,6 +157,7 @@ nbprof \-o out/run1 \-\-stacks all \-\- ./my_cuda_binary args
 nbprof steps \-\- python3 serve.py
 nbprof \-\-step nvtx:step \-\-wait 4 \-\-warmup 2 \-\-active 8 \-\- python3 train.py
 nbprof stats out/run1 \-\-sort host \-\-rows 20
+nbprof report out/run1
 .fi
 .SH SEE ALSO
 README.md in nb's documentation directory (share/doc/nb).

@@ -1,0 +1,1 @@
+"""nbprof report: what a run's device memory did (see cli.py)."""
