@@ -102,6 +102,10 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
   mem += "; live at end " + std::to_string(s.memory().live_bytes(0)) + " B, peak " +
          std::to_string(s.memory().peak_bytes(0)) + " B (device 0)";
   f.notes.push_back(mem);
+  if (s.memory().ended()) {
+    f.notes.push_back("Freed during teardown (after the program's end, not in \"live at end\"): " +
+                      std::to_string(m.teardown_frees) + " allocations, " + std::to_string(m.teardown_bytes) + " B");
+  }
   if (m.unmatched_frees) {
     f.notes.push_back("Frees of addresses not seen allocated (made before recording began): " +
                       std::to_string(m.unmatched_frees));

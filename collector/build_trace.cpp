@@ -46,6 +46,8 @@ void add_record_args(const Record& r, const OutputContext& ctx, std::vector<form
   a.push_back(Arg::uinteger("External id", r.id));
   // Recorded into a graph being captured: its work runs with the graph's launches.
   if (r.flags & record_flag::kCaptured) a.push_back(Arg::uinteger("captured", 1));
+  // Made after the program's end (teardown: not in the snapshot's history).
+  if (r.flags & record_flag::kTeardown) a.push_back(Arg::uinteger("teardown", 1));
   switch (r.kind) {
     case Kind::Launch:
       if (r.name != 0 && r.name < ctx.kernel_names.size()) a.push_back(Arg::text("kernel", ctx.kernel_names[r.name]));
@@ -242,6 +244,28 @@ void add_annotations(const Session& s, const OutputContext& ctx,
 }
 
 
+// "nbRun": the steps, the memory curve by device and the program's end, for
+// `nbprof report` (the same facts as the events, readable without them).
+void add_run_summary(const Session& s, const OutputContext& ctx, formats::TraceData& t) {
+  formats::RunSummary& run = t.run;
+  run.present = true;
+  if (ctx.program_end != 0 && ctx.program_end >= ctx.window_from && ctx.program_end <= ctx.window_to) {
+    run.program_end_ns = ctx.time.epoch_ns(ctx.program_end);
+  }
+  for (const OutputContext::StepSpan& st : ctx.steps) {
+    run.steps.push_back({st.number, ctx.time.epoch_ns(st.start),
+                         st.end >= st.start ? ctx.time.duration_ns(st.end - st.start) : 0, st.tid});
+  }
+  std::map<int, std::vector<formats::RunSummary::Point>> by_device;
+  for (const MemoryPoint& p : s.memory().curve()) {
+    if (p.ticks < ctx.window_from || p.ticks > ctx.window_to) continue;
+    by_device[p.device].push_back({ctx.time.epoch_ns(p.ticks), p.allocated, p.reserved});
+  }
+  for (auto& [device, points] : by_device) run.memory.emplace_back(device, std::move(points));
+  run.teardown_frees = s.memory().counts().teardown_frees;
+  run.teardown_bytes = s.memory().counts().teardown_bytes;
+}
+
 }  // namespace
 
 formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats) {
@@ -345,6 +369,7 @@ formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinS
   // Memory curves, under each GPU's timeline: the sawtooth of a training
   // step, a leak's rising floor, the gap of what pools keep.
   const auto& curve = s.memory().curve();
+  add_run_summary(s, ctx, t);
   if (!curve.empty()) {
     const uint32_t counter_name = static_cast<uint32_t>(t.names.size());
     t.names.emplace_back("Device memory (bytes)");

@@ -51,6 +51,9 @@ struct OutputContext {
     uint32_t tid;
   };
   std::vector<StepSpan> steps;
+  // Ticks when the program ended (main returned, exit, a Python interpreter
+  // finalizing), 0 if it had not.
+  uint64_t program_end = 0;
 };
 
 // What joining host and device records found (for the footer and tests).

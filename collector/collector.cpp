@@ -392,6 +392,7 @@ OutputContext Collector::current_context() {
     end = read_anchor();
   }
   ctx.time = TimeMap::between(start_anchor_, end);
+  ctx.program_end = control_.program_end.load(std::memory_order_relaxed);
   ctx.dropped = dropped();
   uint64_t in_rings = 0;
   registry_.for_each([&](ThreadSlot& slot) { in_rings += slot.ring.dropped(); });

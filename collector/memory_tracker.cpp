@@ -14,6 +14,7 @@ int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
 
 void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
                          uint64_t ticks, uint32_t stack, uint64_t device_free) {
+  if (in_teardown_) return;  // after the snapshot's state (see ended_)
   const Entry e{a, device, addr, size, stream, ticks, device_free, stack};
   if (ring_.size() < max_entries_) {
     ring_.push_back(e);
@@ -82,6 +83,12 @@ void MemoryTracker::release(uint64_t addr, const Live& l, uint64_t t_req, uint64
 }
 
 void MemoryTracker::on_record(const Record& r) {
+  in_teardown_ = (r.flags & record_flag::kTeardown) != 0;
+  if (in_teardown_ && !ended_) {
+    ended_ = true;
+    end_live_ = live_;
+    end_live_bytes_ = live_bytes_;
+  }
   switch (r.kind) {
     case Kind::Alloc: {
       const int dev = device_or_zero(r.device);
@@ -117,6 +124,10 @@ void MemoryTracker::on_record(const Record& r) {
       }
       ++counts_.frees;
       const Live l = it->second;
+      if (in_teardown_) {
+        ++counts_.teardown_frees;
+        counts_.teardown_bytes += l.size;
+      }
       if (r.flags & record_flag::kPoolReserved) pools_[r.ptr2] = {l.device, r.aux};
       release(r.ptr, l, r.start, r.end, false, r.stack);
       return;
@@ -153,6 +164,10 @@ void MemoryTracker::on_record(const Record& r) {
       std::sort(inside.begin(), inside.end());
       for (uint64_t addr : inside) {
         ++counts_.unmaps;
+        if (in_teardown_) {
+          ++counts_.teardown_frees;
+          counts_.teardown_bytes += live_.at(addr).size;
+        }
         release(addr, Live(live_.at(addr)), r.start, r.end, true, r.stack);
       }
       return;
@@ -163,7 +178,8 @@ void MemoryTracker::on_record(const Record& r) {
 }
 
 uint64_t MemoryTracker::live_bytes(int device) const {
-  return device >= 0 && static_cast<size_t>(device) < live_bytes_.size() ? live_bytes_[static_cast<size_t>(device)] : 0;
+  const std::vector<uint64_t>& bytes = ended_ ? end_live_bytes_ : live_bytes_;
+  return device >= 0 && static_cast<size_t>(device) < bytes.size() ? bytes[static_cast<size_t>(device)] : 0;
 }
 
 uint64_t MemoryTracker::peak_bytes(int device) const {
@@ -174,7 +190,8 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time, uint64_t from
   formats::SnapshotData s;
   int max_device = 0;
 
-  std::vector<std::pair<uint64_t, Live>> live(live_.begin(), live_.end());
+  const std::unordered_map<uint64_t, Live>& state = ended_ ? end_live_ : live_;
+  std::vector<std::pair<uint64_t, Live>> live(state.begin(), state.end());
   std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
     return a.second.device != b.second.device ? a.second.device < b.second.device : a.first < b.first;
   });

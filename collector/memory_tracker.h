@@ -15,6 +15,7 @@ namespace nb {
 
 struct MemoryCounts {
   uint64_t allocs = 0, frees = 0, maps = 0, unmaps = 0, ooms = 0;
+  uint64_t teardown_frees = 0, teardown_bytes = 0;  // freed (or unmapped) after the program's end
   uint64_t unmatched_frees = 0;   // frees of addresses we never saw allocated
   uint64_t overwritten = 0;       // history entries pushed out of the ring
 };
@@ -44,9 +45,13 @@ class MemoryTracker {
   const MemoryCounts& counts() const { return counts_; }
   const std::deque<MemoryPoint>& curve() const { return curve_; }
   uint64_t curve_dropped() const { return curve_dropped_; }
-  // Bytes live now on `device`, and the most that were live at once.
+  // Bytes live now on `device` (at the program's end, once it ended), and
+  // the most that were live at once.
   uint64_t live_bytes(int device) const;
   uint64_t peak_bytes(int device) const;
+  // The program ended (a record flagged teardown came): its state then is
+  // what the snapshot's segments and live_bytes show.
+  bool ended() const { return ended_; }
 
  private:
   struct Live {
@@ -90,6 +95,14 @@ class MemoryTracker {
   std::deque<MemoryPoint> curve_;
   uint64_t curve_dropped_ = 0;
   MemoryCounts counts_;
+  // The state at the program's end, kept when its first teardown record
+  // comes. The snapshot is that state with the history up to it: MemoryViz
+  // replays the history backwards from the segments, so what teardown frees
+  // after it is counted (and in the trace) but not in the history.
+  bool ended_ = false;
+  bool in_teardown_ = false;  // the record being applied is teardown
+  std::unordered_map<uint64_t, Live> end_live_;
+  std::vector<uint64_t> end_live_bytes_;
 };
 
 }  // namespace nb

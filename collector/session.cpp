@@ -47,11 +47,6 @@ void Session::consume(const Record& r) {
   if (own_feed_) feed_->consume(r);
 }
 
-bool is_memory_kind(Kind k) {
-  return k == Kind::Alloc || k == Kind::Free || k == Kind::VmmCreate || k == Kind::VmmRelease ||
-         k == Kind::VmmMap || k == Kind::VmmUnmap;
-}
-
 void MemoryFeed::consume(const Record& r) {
   if (!is_memory_kind(r.kind)) return;
   // Everything that can run out of memory happens before the record is

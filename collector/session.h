@@ -95,7 +95,6 @@ class MemoryFeed {
   uint64_t memory_arrivals_ = 0;
 };
 
-bool is_memory_kind(Kind k);
 
 struct SessionLimits {
   size_t trace_max_events = 1000000;

@@ -26,6 +26,10 @@ struct Control {
   // A terminating signal (SIGINT, SIGTERM, SIGHUP) the collector is to act
   // on: write the files, then let the process die of it. 0 = none.
   std::atomic<int> exit_signal{0};
+  // Ticks when the program ended (main returned, exit was called, or its
+  // Python interpreter began finalizing), 0 while it runs: what is freed
+  // after it is teardown, and the snapshot shows the state at that moment.
+  std::atomic<uint64_t> program_end{0};
 };
 
 extern Control g_control;

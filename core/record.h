@@ -39,6 +39,9 @@ constexpr uint8_t kStepEnd = 1 << 3;       // this call ended step `step` (NB_ST
 // Work on a stream being captured into a graph: recorded as a node, nothing
 // ran (its kernels run, and are joined, when the graph is launched).
 constexpr uint8_t kCaptured = 1 << 4;
+// Made after the program's end (its main returned or it called exit; a
+// Python interpreter began finalizing): teardown, not the program's work.
+constexpr uint8_t kTeardown = 1 << 5;
 }  // namespace record_flag
 
 struct alignas(64) Record {
@@ -75,6 +78,12 @@ struct alignas(64) Record {
   uint32_t step;
 };
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
+
+// Calls about device memory: what the memory snapshot is made of.
+inline bool is_memory_kind(Kind k) {
+  return k == Kind::Alloc || k == Kind::Free || k == Kind::VmmCreate || k == Kind::VmmRelease ||
+         k == Kind::VmmMap || k == Kind::VmmUnmap;
+}
 
 // The kinds of call that can give the device work CUPTI reports (launches,
 // graph launches, copies, sets): the calls a join traces.

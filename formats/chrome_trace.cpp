@@ -118,6 +118,50 @@ void append_device(std::string& out, const DeviceProperties& d) {
 
 void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
 
+// "nbRun": the run's steps, memory curve and end, before "traceEvents".
+void append_run(std::string& out, const TraceData& t) {
+  const RunSummary& r = t.run;
+  out += "  \"nbRun\": {\n    \"programEnd\": ";
+  if (r.program_end_ns != 0) append_ts(out, t, static_cast<uint64_t>(r.program_end_ns));
+  else out += "null";
+  out += ",\n    \"steps\": [";
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const RunSummary::Step& s = r.steps[i];
+    out += i ? ", [" : "[";
+    append_uint(out, s.number);
+    out += ", ";
+    append_ts(out, t, static_cast<uint64_t>(s.start_ns));
+    out += ", ";
+    append_us_from_ns(out, static_cast<int64_t>(s.dur_ns));
+    out += ", ";
+    append_int(out, s.tid);
+    out += "]";
+  }
+  out += "],\n    \"memory\": [";
+  for (size_t d = 0; d < r.memory.size(); ++d) {
+    out += d ? ",\n      {\"device\": " : "\n      {\"device\": ";
+    append_int(out, r.memory[d].first);
+    out += ", \"points\": [";
+    const auto& points = r.memory[d].second;
+    for (size_t i = 0; i < points.size(); ++i) {
+      out += i ? ", [" : "[";
+      append_ts(out, t, static_cast<uint64_t>(points[i].ts_ns));
+      out += ", ";
+      append_uint(out, points[i].allocated);
+      out += ", ";
+      append_uint(out, points[i].reserved);
+      out += "]";
+    }
+    out += "]}";
+  }
+  out += r.memory.empty() ? "],\n" : "\n    ],\n";
+  out += "    \"teardown\": {\"frees\": ";
+  append_uint(out, r.teardown_frees);
+  out += ", \"bytes\": ";
+  append_uint(out, r.teardown_bytes);
+  out += "}\n  },\n";
+}
+
 // "nbTable": the ranking table as data, before "traceEvents" so that a
 // reader can stop there.
 void append_table(std::string& out, const RankingTable& t) {
@@ -208,6 +252,7 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
   append_uint(out, t.base_time_ns);
   out += ",\n";
   append_table(out, t.table);
+  if (t.run.present) append_run(out, t);
   out += "  \"traceEvents\": [";
 
   bool first = true;

@@ -17,6 +17,16 @@
 //
 // Times are whole nanoseconds; rows are in the order the run had them before
 // sorting (the sort is stable, so that order decides ties).
+//
+// And what `nbprof report` needs without reading the events, in the
+// events' timebase (µs after baseTimeNanoseconds, like "ts"):
+//
+//   "nbRun": {
+//     "programEnd": 1234.5,          main returned / exit / Python finalizing; null if not in this file
+//     "steps": [[N, ts, dur, tid], ...],                    the ProfilerStep#N spans
+//     "memory": [{"device": D, "points": [[ts, allocated, reserved], ...]}, ...],
+//     "teardown": {"frees": F, "bytes": B}                  freed after the program's end
+//   }
 #pragma once
 #include <ostream>
 #include <string>

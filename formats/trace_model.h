@@ -99,6 +99,26 @@ struct DeviceProperties {
   int shared_mem_per_multiprocessor = 0;
 };
 
+// What the run's memory did and when it ended, as data for `nbprof report`
+// (written as "nbRun", see chrome_trace.h). Times are epoch ns, like events'.
+struct RunSummary {
+  bool present = false;        // write "nbRun" at all
+  int64_t program_end_ns = 0;  // 0: the program did not end inside this file
+  struct Step {
+    uint64_t number;
+    int64_t start_ns;
+    uint64_t dur_ns;
+    int64_t tid;
+  };
+  std::vector<Step> steps;
+  struct Point {
+    int64_t ts_ns;
+    uint64_t allocated, reserved;
+  };
+  std::vector<std::pair<int, std::vector<Point>>> memory;  // by device
+  uint64_t teardown_frees = 0, teardown_bytes = 0;
+};
+
 struct TraceData {
   std::vector<std::string> names;  // event names, indexed by Event::name
   uint64_t base_time_ns = 0;       // ts are printed relative to this
@@ -111,6 +131,7 @@ struct TraceData {
   std::vector<Counter> counters;
   std::string trace_name;
   RankingTable table;  // written as "nbTable" (see chrome_trace.h)
+  RunSummary run;      // written as "nbRun"
 };
 
 }  // namespace nb::formats

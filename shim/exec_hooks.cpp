@@ -68,7 +68,7 @@ NB_EXEC_EXPORT int execvpe(const char* file, char* const argv[], char* const env
 }
 
 NB_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  before_exec(argv && argv[0] ? argv[0] : nullptr);
+  before_exec(argv[0]);
   static const auto fn = real<int (*)(int, char* const[], char* const[])>("fexecve");
   return fn(fd, argv, envp);
 }

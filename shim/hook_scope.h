@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/record.h"
 #include "core/ring.h"
+#include "shim/program_end.h"
 #include "shim/stack_capture.h"
 #include "shim/state.h"
 #include "shim/steps.h"
@@ -36,6 +37,9 @@ class HookScope {
     target_ = rec_;
     if (rec_ == nullptr) return;
     t.corr_first = t.corr_last = 0;
+    // After the program's end, memory calls are teardown (kind is a
+    // constant of each wrapper: other calls pay nothing).
+    if (is_memory_kind(kind) && program_ended()) rec_->flags |= record_flag::kTeardown;
     if (__builtin_expect(wants_stack(kind), 0)) capture_stack(t, rec_);
     rec_->start = now_ticks();  // last: our own work stays outside the call
     // Before the real call, so before its work can run (the shim is x86

@@ -212,6 +212,11 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
 
 const PythonCodes& python_codes() { return python::codes(); }
 
+bool python_finalizing() {
+  const python::PyApi* a = python::api();
+  return a != nullptr && a->is_finalizing != nullptr && a->is_finalizing();
+}
+
 uint64_t python_unknown_frames() { return python::g_unknown.load(std::memory_order_relaxed); }
 
 }  // namespace nb::shim

@@ -46,6 +46,10 @@ size_t capture_python_frames(uint64_t* out, size_t max);
 // with Python frames there): what the collector names Python frames with.
 const PythonCodes& python_codes();
 
+// Whether the interpreter (once found) is finalizing: the program's Python
+// code has finished and teardown has begun.
+bool python_finalizing();
+
 // The id a frame gets when its code object cannot be given one (the table of
 // code objects is full, or its names could not be read); python_code_info
 // answers false for it.

@@ -28,10 +28,12 @@ TEST_CASE("exported symbols are exactly the hook table, the look-up entry points
   // looks it up in the library NVTX_INJECTION64_PATH names.
   // kill and raise: for programs that end themselves with an exit signal
   // (shim/exit_signals.cpp); the exec family: the image being replaced
-  // writes its files first (shim/exec_hooks.cpp).
+  // writes its files first (shim/exec_hooks.cpp); __libc_start_main and
+  // exit: the program's end (shim/program_end.cpp).
   std::set<std::string> expected = {"dlsym", "cuGetProcAddress", "cuGetProcAddress_v2", "InitializeInjectionNvtx2",
                                     "kill", "raise", "cuptiSubscribe", "cuptiActivityRegisterCallbacks",
-                                    "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve"};
+                                    "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve",
+                                    "__libc_start_main", "exit"};
   for (uint16_t id = 0; id < nb::kApiCount; ++id) expected.insert(nb::api_info(id).symbol);
   CHECK(exported == expected);
 }

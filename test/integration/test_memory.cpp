@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 
 #include "outputs.h"
@@ -317,4 +318,65 @@ TEST_CASE("stacks: Python frames of a thread that released the GIL, as PyTorch's
   CHECK(has_frame(frames, script, source_line(script, "# @step"), "model_step"));
   CHECK(has_frame(frames, script, source_line(script, "# @main_nogil"), "<module>"));
   for (const auto& f : frames) CHECK(f["name"] != "_PyEval_EvalFrameDefault");
+}
+
+// The snapshot is the state at the program's end: for a Python program, when
+// its interpreter begins finalizing; what teardown frees after that is
+// counted and marked in the trace, and the history stops at the end, so that
+// MemoryViz's backward replay from the segments stays consistent.
+TEST_CASE("the program's end: a Python leak is live in the snapshot, teardown frees are counted", "[integration][memory][python]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_PRINT_TABLE"] = "0";
+  const std::string script = std::string(NB_SOURCE_DIR) + "/test/programs/py_teardown.py";
+  const auto run = nbtest::run({NB_PYTHON3, script}, env, dir.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto snapshot = nbtest::nbread("snapshot", dir.file("out.memory.pickle"));
+  const int leak_line = [&] {
+    std::istringstream lines(nbtest::read_file(script));
+    std::string line;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      if (line.find("# @leak") != std::string::npos) return n;
+    }
+    return 0;
+  }();
+  REQUIRE(leak_line > 0);
+  int leaked = 0;
+  for (const auto& seg : snapshot["segments"]) {
+    bool from_leak = false;
+    for (const auto& f : seg["blocks"][0]["frames"]) {
+      from_leak |= f["filename"].get<std::string>().find("py_teardown.py") != std::string::npos && f["line"] == leak_line;
+    }
+    leaked += seg["total_size"] == (2 << 20) && from_leak;
+  }
+  CHECK(leaked == 24);
+  CHECK(snapshot["segments"].size() == 24);
+  // No history entry after the end: every free in it is one of the scratch buffers.
+  int frees = 0;
+  for (const auto& e : snapshot["device_traces"][0]) frees += e["action"] == "free_completed";
+  CHECK(frees == 24);
+  const std::string table = nbtest::read_file(dir.file("out.table.txt"));
+  CHECK(table.find("live at end 50331648 B") != std::string::npos);
+  CHECK(table.find("Freed during teardown (after the program's end, not in \"live at end\"): 24 allocations, 50331648 B") !=
+        std::string::npos);
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  int teardown_calls = 0;
+  for (const auto& e : trace["traceEvents"]) teardown_calls += e.contains("args") && e["args"].value("teardown", 0) == 1;
+  CHECK(teardown_calls == 24);
+  CHECK(trace["nbRun"]["teardown"]["frees"] == 24);
+  CHECK(!trace["nbRun"]["programEnd"].is_null());
+}
+
+TEST_CASE("the program's end: for a native program, when main returns, before the atexit handlers", "[integration][memory]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "hostile", {"atexit_free"}, {{"NB_PRINT_TABLE", "0"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  // The 3 MiB buffer the handler frees was live at the end.
+  bool kept = false;
+  for (const auto& seg : r.snapshot["segments"]) kept |= seg["total_size"] == (3 << 20);
+  CHECK(kept);
+  CHECK(r.table.find("Freed during teardown (after the program's end, not in \"live at end\"): 1 allocations, 3145728 B") !=
+        std::string::npos);
 }

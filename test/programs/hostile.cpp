@@ -15,6 +15,8 @@
 //   hostile exec_fail             CUDA work, then an exec that fails; CUDA work again; exits 0
 //   hostile vfork_exec            CUDA work, then vfork + execve of /bin/true; CUDA work
 //                                 again; exits 0
+//   hostile atexit_free           CUDA work, then registers an atexit handler that frees a
+//                                 3 MiB buffer (teardown: after main returned); exits 0
 //   hostile fill [KIB]            CUDA work, then takes host memory (1 MiB at a time, then
 //                                 smaller) until malloc fails, and keeps it but KIB KiB of
 //                                 it (default 0): under RLIMIT_AS little or nothing is left
@@ -71,6 +73,9 @@ void cuda_work() {
   cudaDeviceSynchronize();
 }
 
+void* g_kept = nullptr;
+void free_kept() { cudaFree(g_kept); }
+
 int wait_child(pid_t pid) {
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return 2;
@@ -125,6 +130,9 @@ int main(int argc, char** argv) {
     char* args[] = {const_cast<char*>("/nonexistent/program"), nullptr};
     if (execv(args[0], args) == 0) return 2;
     launch(10);
+  } else if (mode == "atexit_free") {
+    if (cudaMalloc(&g_kept, 3 << 20) != cudaSuccess) return 2;
+    std::atexit(free_kept);  // registered after the first CUDA call: it runs before nb's exit handler
   } else if (mode == "fill") {
     size_t took = 0;
     std::vector<void*> megs;  // the 1 MiB blocks, so that some can be given back
