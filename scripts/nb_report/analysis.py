@@ -85,10 +85,7 @@ class Device:
         self.device = device
         self.stacks = stacks
         base = run.base_us
-        teardown = [e for e in entries if e.get("teardown")]
-        pre = [e for e in entries if not e.get("teardown")] if teardown else entries
-        self.teardown_frees = sum(1 for e in teardown if e.get("action") in FREE)
-        self.teardown_bytes = sum(e.get("size", 0) for e in teardown if e.get("action") in FREE)
+        self.teardown_frees = self.teardown_bytes = 0
 
         # The end state: live blocks and segments.
         end_live, end_segs = {}, {}
@@ -99,14 +96,15 @@ class Device:
                     end_live[b.get("address", 0)] = (b.get("size", 0), b.get("frames"))
         self.end_live = end_live
 
-        # Allocations and frees before the end, in order.
+        # The history, in order: allocations and frees, segments, OOMs (nb
+        # leaves what teardown frees out of it).
         free_actions = FREE
         if not any(e.get("action") in FREE for e in entries):
             free_actions = ("free_requested",)  # a snapshot that records only requests
         ev_t, ev_size, ev_addr, ev_frames = [], [], [], []
         self.ooms = []
         self.seg_events = []  # (index of the next allocation or free, +1/-1, addr, size, time)
-        for e in pre:
+        for e in entries:
             a = e.get("action")
             if a in ALLOC or a in free_actions:
                 ev_t.append(e.get("time_us", 0) - base)
@@ -119,8 +117,6 @@ class Device:
                                         e.get("time_us", 0) - base))
             elif a == "oom":
                 self.ooms.append((len(ev_t), e.get("time_us", 0) - base, e))
-        tear_sizes = [e.get("size", 0) if e.get("action") in ALLOC else -e.get("size", 0)
-                      for e in teardown if e.get("action") in ALLOC or e.get("action") in free_actions]
         self.ev_t, self.ev_size, self.ev_addr, self.ev_frames = ev_t, ev_size, ev_addr, ev_frames
 
         # Undo the history from the end state: what was live before it (an
@@ -145,26 +141,41 @@ class Device:
         curve = run.curve(device)
         self.aligned = False
         if curve:
-            self._align(curve, ev_size + tear_sizes)
+            self._align(curve, ev_size, run.program_end())
             self.ts = [p[0] for p in curve]
             self.alloc = [p[1] for p in curve]
             self.reserved = [p[2] for p in curve]
             self.curve_from = "trace"
+            end = run.program_end()
+            if end is not None:
+                # The history leaves teardown out; the curve goes on through it.
+                for i in range(1, len(curve)):
+                    drop = curve[i - 1][1] - curve[i][1]
+                    if curve[i][0] > end and drop > 0:
+                        self.teardown_frees += 1
+                        self.teardown_bytes += drop
         else:
             self._snapshot_curve()
             self.curve_from = "snapshot"
 
-    def _align(self, curve, sizes):
+    def _align(self, curve, sizes, program_end):
         """Gives each snapshot event its curve point's time when the two
-        sequences match (the snapshot a suffix of the curve, or the curve a
-        prefix of the snapshot's history)."""
+        sequences match: same size changes, and each point within the
+        microsecond its event was written with. The snapshot's history may
+        start later than the curve (its ring was full) and end earlier (the
+        curve goes on through teardown, which the history leaves out)."""
         n, m = len(sizes), len(curve)
-        for offset in ({m - n, 0} if m >= n else {0}):
-            lo = max(1 - offset, 0)
-            hi = min(n, m - offset)
+        after_end = 0 if program_end is None else sum(1 for p in curve if p[0] > program_end)
+        for offset in dict.fromkeys((0, m - n, m - n - after_end)):
+            if offset < 0:
+                continue
+            lo, hi = max(1 - offset, 0), min(n, m - offset)
             if hi - lo < 1:
                 continue
-            if all(curve[i + offset][1] - curve[i + offset - 1][1] == sizes[i] for i in range(lo, hi)):
+            ok = all(curve[i + offset][1] - curve[i + offset - 1][1] == sizes[i] for i in range(lo, hi))
+            ok = ok and all(-0.002 <= curve[i + offset][0] - self.ev_t[i] < 1.002
+                            for i in range(lo, min(hi, len(self.ev_t))))
+            if ok:
                 for i in range(max(-offset, 0), min(len(self.ev_t), hi)):
                     self.ev_t[i] = curve[i + offset][0]
                 self.aligned = True

@@ -9,7 +9,8 @@ its innermost frames of each kind that are not skipped:
 Skipped Python frames: the interpreter's frozen modules ("<frozen ...>").
 
 Skipped native frames:
-  nb's own       functions in the nb:: namespace, anything in libnb_shim
+  nb's own       functions in the nb:: namespace or named nb_*, nb's wrapper
+                 of main (main_then_end, start_main), anything in libnb_shim
   the allocator  CUDA's libraries (libcudart*, libcuda.so*) and any CUDA API
                  entry point (cuda*/cu* followed by a capital: cudaMalloc,
                  cuMemAlloc_v2); PyTorch's c10 libraries (libc10*) and any
@@ -35,7 +36,7 @@ _FROZEN = re.compile(r"^<frozen ")
 
 _CUDA_API = re.compile(r"^((cuda|cu)[A-Z]\w*|__cuda\w*)$")
 _NATIVE_SKIP_NAME = re.compile(
-    r"^(nb::"
+    r"^(nb::|nb_|\(anonymous namespace\)::(main_then_end|start_main)\("
     r"|cudart::"
     r"|c10::\S*[Aa]lloc"
     r"|at::(detail::|native::)?empty"

@@ -5,7 +5,8 @@ not a timed test: it prints the time and fails only if the report fails.
 
     report_bench.py NB_REPORT [DIR] [--entries N] [--events N] [--keep]
 
-The run: two generate() calls of 64 decode steps (ProfilerStep spans); 300
+The run: generate() calls of 64 decode steps (ProfilerStep spans) until
+there are N entries (the last one stops where they are reached); 300
 weight tensors first; each step grows a KV cache kept until its generate()
 ends and allocates temporaries freed within the step; every tensor is its
 own cudaMallocAsync segment, as nb records them (segment_alloc + alloc,
@@ -68,7 +69,7 @@ def make_run(directory, entries, events, with_nb_run):
         t += 0.8 + rng.random()
         addr = next_addr[0]
         next_addr[0] += (size + 511) // 512 * 512
-        us = int(base_ns / 1000 + t)
+        us = base_ns // 1000 + int(t)
         trace.append({"action": "segment_alloc", "addr": addr, "size": size, "stream": 0, "time_us": us, "frames": frames})
         trace.append({"action": "alloc", "addr": addr, "size": size, "stream": 0, "time_us": us, "frames": frames})
         live[addr] = size
@@ -81,7 +82,7 @@ def make_run(directory, entries, events, with_nb_run):
         nonlocal t, allocated
         t += 0.5 + rng.random()
         size = live.pop(addr)
-        us = int(base_ns / 1000 + t)
+        us = base_ns // 1000 + int(t)
         for action in ("free_requested", "free_completed", "segment_free"):
             trace.append({"action": action, "addr": addr, "size": size, "stream": 0, "time_us": us, "frames": frames})
         allocated -= size
@@ -105,10 +106,10 @@ def make_run(directory, entries, events, with_nb_run):
             t += 5
             steps.append([step, round(start, 3), round(t - start, 3), 4242])
             step += 1
-        for a in kv:
-            free(a, kv_sites[0])
-    trace = trace[:entries]
-    end_us = int(base_ns / 1000 + t)
+        if len(trace) < entries:
+            for a in kv:
+                free(a, kv_sites[0])
+    end_us = base_ns // 1000 + int(t)
     # The end state: what is live, as segments of one block each.
     live_at_end = {}
     for e in trace:

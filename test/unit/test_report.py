@@ -139,6 +139,7 @@ class TopFrames(unittest.TestCase):
                  frame("<frozen runpy>", 88, "_run_code"),
                  frame("/home/u/leak.py", 20, "<module>"),
                  frame("/usr/bin/python3.11", 0, "_PyEval_EvalFrameDefault"),
+                 frame("/opt/nb/shim/program_end.cpp", 37, "(anonymous namespace)::main_then_end(int, char**, char**)"),
                  frame("../csu/libc-start.c", 360, "__libc_start_main"),
                  frame("/usr/bin/python3.11", 0, "_start")]
         info = frames.StackInfo(stack)
@@ -152,7 +153,8 @@ class TopFrames(unittest.TestCase):
                  frame("/usr/lib/libcudart.so.13", 0, "libcudart.so.13+0x1234"),
                  frame("??", 0, "cudaMalloc"),
                  frame("/src/app.c", 40, "make_buffers"),
-                 frame("/src/app.c", 90, "main")]
+                 frame("/src/app.c", 90, "main"),
+                 frame("/opt/nb/shim/program_end.cpp", 37, "(anonymous namespace)::main_then_end(int, char**, char**)")]
         info = frames.StackInfo(stack)
         self.assertIsNone(info.python)
         self.assertEqual(info.native["name"], "make_buffers")
@@ -234,34 +236,35 @@ class Writer:
         self.live = {}
         self.addr = 0x10000
 
-    def _entry(self, action, addr, size, frames_, **more):
-        e = {"action": action, "addr": addr, "size": size, "stream": 0,
-             "time_us": int(BASE_NS // 1000 + self.t), "frames": frames_}
-        e.update(more)
-        self.entries.append(e)
+    def _entry(self, action, addr, size, frames_):
+        self.entries.append({"action": action, "addr": addr, "size": size, "stream": 0,
+                             "time_us": BASE_NS // 1000 + int(self.t), "frames": frames_})
 
-    def alloc(self, size, stack, dt=3.0, **more):
+    def alloc(self, size, stack, dt=3.0):
         self.t += dt
         self.addr += 1 << 24
-        self._entry("segment_alloc", self.addr, size, stack, **more)
-        self._entry("alloc", self.addr, size, stack, **more)
+        self._entry("segment_alloc", self.addr, size, stack)
+        self._entry("alloc", self.addr, size, stack)
         self.live[self.addr] = (size, stack)
         self.allocated += size
         self.points.append([round(self.t, 3), self.allocated, self.allocated + self.reserved_extra])
         return self.addr
 
-    def free(self, addr, dt=3.0, **more):
+    def free(self, addr, dt=3.0, teardown=False):
+        """A free; in teardown (after the program's end) it is a point of the
+        curve only: nb leaves teardown out of the snapshot's history."""
         self.t += dt
         size, _ = self.live.pop(addr)
-        for a in ("free_requested", "free_completed", "segment_free"):
-            self._entry(a, addr, size, [], **more)
+        if not teardown:
+            for a in ("free_requested", "free_completed", "segment_free"):
+                self._entry(a, addr, size, [])
         self.allocated -= size
         self.points.append([round(self.t, 3), self.allocated, self.allocated + self.reserved_extra])
 
     def oom(self, size, device_free, stack):
         self.t += 3
         self.entries.append({"action": "oom", "device_free": device_free, "size": size, "stream": 0,
-                             "time_us": int(BASE_NS // 1000 + self.t), "frames": stack})
+                             "time_us": BASE_NS // 1000 + int(self.t), "frames": stack})
 
     def step(self, number, start):
         self.t += 0.2
