@@ -13,6 +13,7 @@ import sys
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 MAX_POINTS = 20000   # per curve; more are thinned, keeping each stretch's low and high
+MAX_STEP_LINES = 64
 
 
 def thin(ts, *series):
@@ -104,9 +105,11 @@ def _draw(data, path):
         ax.fill_between(x, alloc, step="post", color="tab:blue", alpha=0.3, lw=0)
         ax.step(x, alloc, where="post", color="tab:blue", lw=1.0, label="allocated")
         if steps:
-            starts = [s[1] / scale_t for s in steps] + [steps[-1][2] / scale_t]
-            ax.vlines(starts, 0, 1, transform=ax.get_xaxis_transform(), colors="0.55", lw=0.6,
-                      linestyles=":", label="step boundaries")
+            # At most MAX_STEP_LINES lines: every k-th boundary beyond that.
+            every = -(-len(steps) // MAX_STEP_LINES)
+            starts = [s[1] / scale_t for s in steps[::every]] + [steps[-1][2] / scale_t]
+            ax.vlines(starts, 0, 1, transform=ax.get_xaxis_transform(), colors="0.55", lw=0.6, linestyles=":",
+                      label="step boundaries" if every == 1 else f"every {every}th step boundary")
             span = max(x[-1] if x else 0, starts[-1]) or 1
             if len(steps) <= 24 and min(s[2] - s[1] for s in steps) / scale_t >= span / 40:
                 for number, start, end in steps:
