@@ -309,7 +309,8 @@ def analyse(run, device, entries, segments, stacks, steps, program_end):
     end_t = program_end
     if end_t is None:
         end_t = d.ts[-1] if d.ts else None
-    facts = {"device": device, "total_bytes": run.device_total.get(device), "curve_from": d.curve_from}
+    facts = {"device": device, "total_bytes": run.device_total.get(device), "curve_from": d.curve_from,
+             "before_history": {"bytes": d.start_allocated, "allocations": len(d.start_live)}}
 
     # Peak.
     p_index, p_bytes = d.peak(program_end)
@@ -389,6 +390,7 @@ def _group_json(g, total, stacks):
         "where": fr.as_json(info.where())["where"] if info.where() else None,
         "python_frames": [fr.as_json(f) for f in info.python_chain[:8]],
         "known": key != BEFORE_HISTORY,
+        "recorded": bool(key) and key != BEFORE_HISTORY,
         "_key": key,
     }
 

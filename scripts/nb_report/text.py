@@ -54,8 +54,10 @@ def _groups(lines, groups, limit):
         label = _frame(g["top_python"]) + "  /  " + _frame(g["top_native"])
         if not g.get("known", True):
             label = "(allocated before the history the snapshot kept: stack unknown)"
+        elif not g.get("recorded", True):
+            label = "(no stack recorded)"
         elif not g["top_python"] and not g["top_native"]:
-            label = "(no stack: NB_STACKS=none, or only nb's, the allocator's and the interpreter's frames)"
+            label = "(only nb's, the allocator's and the interpreter's frames)"
         lines.append(f"    {pct(g['share']):>6}  {size(g['bytes']):>10}  {g['allocations']:>6}  {label}")
     rest = groups[limit:]
     if rest:
@@ -82,6 +84,11 @@ def render(report, t0):
         lines.append("")
         total = f" of {size(dev['total_bytes'])}" if dev.get("total_bytes") else ""
         lines.append(f"GPU {dev['device']}{total}")
+        before = dev.get("before_history") or {}
+        if before.get("allocations"):
+            lines.append(f"  Note: {size(before['bytes'])} in {before['allocations']} allocations were live before the "
+                         "snapshot's history begins (a window's start, or entries its ring overwrote): the peak "
+                         "and the verdicts cover the history")
         p = dev["peak"]
         where = f", in ProfilerStep#{p['step']}" if p.get("step") is not None else ""
         at = f" at {duration(p['ts_us'] - t0)}" if p.get("ts_us") is not None else ""

@@ -421,6 +421,23 @@ class WholeReports(unittest.TestCase):
         self.assertEqual(o["where"], "leak.py:9")
         self.assertEqual(f["at_end"]["gap_bytes"], 24 * MiB)
 
+    def test_what_was_live_before_the_history_is_counted_and_keeps_its_stack(self):
+        # A window: the weights were allocated before it, so its history and
+        # curve start with them live; the end state still has their stack.
+        w = Writer()
+        w.alloc(8 * MiB, W_STACK)
+        w.entries, w.points = [], []
+        leak_run(w, steps=6)
+        w.entries = [e for e in w.entries if e["size"] != 8 * MiB]  # the second weights of leak_run: before too
+        w.points = w.points[1:]
+        w.write(self.prefix)
+        dev = report_of(self.prefix)["devices"][0]
+        self.assertEqual(dev["before_history"], {"bytes": 16 * MiB, "allocations": 2})
+        self.assertTrue(dev["verdicts"]["leak"]["found"])
+        self.assertEqual(dev["verdicts"]["leak"]["bytes_per_step"], MiB)
+        weights = [g for g in dev["peak"]["stacks"] if g["where"] == "leak.py:3"]
+        self.assertEqual(weights[0]["bytes"], 16 * MiB)
+
     def test_a_window_prefix_and_a_file_of_the_run_both_name_it(self):
         w = Writer()
         leak_run(w)
