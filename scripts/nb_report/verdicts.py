@@ -14,16 +14,19 @@ leak       needs 3 steps or more. The floor at step end k is the least
            floor at the first step's end and the floor rose at half of the
            step ends or more (half of n - 1, rounded down: growth every
            other step counts). Bytes per step = (F_n - F_1) / (n - 1).
-sawtooth   needs 3 steps or more. The baseline L is the least allocated at
+sawtooth   needs 2 steps or more. The baseline L is the least allocated at
            any step end; the rise of a step is its high minus what was
            allocated when it began, R their median over steps 2..n; a step
            end "returns" when it is within R/20 of L. A tooth is the stretch
            between two returns during which the live bytes rose above L +
-           R/20. Sawtooth when there is no leak, R > 0 and there are 2 teeth
-           or more: "every step" when every step end returns, else at how
-           many step ends it does (a tooth may span several steps: a
-           request's KV cache growing over its decode steps).
-rhythm     (no steps, or fewer than 3) the allocations' own rhythm, used
+           R/20, and the first step when it ends with a return after rising
+           above L + R/20 (set-up, then a first request: two generate()
+           calls, one step each, are two teeth). Sawtooth when there is no
+           leak, R > 0 and there are 2 teeth or more: "every step" when
+           every step end returns, else at how many step ends it does (a
+           tooth may span several steps: a request's KV cache growing over
+           its decode steps).
+rhythm     (no steps, or too few) the allocations' own rhythm, used
            for the sawtooth only: the allocated levels before the program's
            end, less the final run of frees (its clean-up); V is the lowest
            level after the first free. Sawtooth when the live bytes come
@@ -41,7 +44,8 @@ fragmentation  (needs no steps) reserved bytes are allocated bytes plus what
 import math
 import statistics
 
-MIN_STEPS = 3
+MIN_LEAK_STEPS = 3
+MIN_SAWTOOTH_STEPS = 2
 RETURN_TOLERANCE = 20          # a return is within R / 20 of the baseline
 FRAGMENT_EXCESS_SHARE = 0.25
 FRAGMENT_EXCESS_BYTES = 64 << 20
@@ -54,8 +58,8 @@ def _median(values):
 def leak(boundaries, step_numbers):
     """boundaries: B_0..B_n; step_numbers: the n steps' numbers."""
     n = len(boundaries) - 1
-    if n < MIN_STEPS:
-        return {"found": None, "why": f"needs {MIN_STEPS} steps or more (the first is set-up); this run has {n}"}
+    if n < MIN_LEAK_STEPS:
+        return {"found": None, "why": f"needs {MIN_LEAK_STEPS} steps or more (the first is set-up); this run has {n}"}
     ends = boundaries[1:]
     floors = list(ends)
     for k in range(n - 2, -1, -1):
@@ -79,14 +83,16 @@ def leak(boundaries, step_numbers):
 def sawtooth(boundaries, highs, leak_found):
     """boundaries: B_0..B_n; highs: H_1..H_n."""
     n = len(boundaries) - 1
-    if n < MIN_STEPS:
-        return {"found": None, "why": f"needs {MIN_STEPS} steps or more (the first is set-up); this run has {n}"}
+    if n < MIN_SAWTOOTH_STEPS:
+        return {"found": None, "why": f"needs {MIN_SAWTOOTH_STEPS} steps or more; this run has {n}"}
     rises = [highs[k - 1] - boundaries[k - 1] for k in range(2, n + 1)]
     rise = _median(rises)
     baseline = min(boundaries[1:])
     tol = rise / RETURN_TOLERANCE
     returns = [k for k in range(1, n + 1) if boundaries[k] <= baseline + tol]
     teeth = []
+    if returns and returns[0] == 1 and highs[0] > baseline + tol:
+        teeth.append((highs[0] - baseline, 1))
     for a, b in zip(returns, returns[1:]):
         top = max(highs[a:b])
         if top > baseline + tol:

@@ -73,6 +73,16 @@ class SawtoothRule(unittest.TestCase):
         v = verdicts.sawtooth([0] + [8] * 6, [8] * 6, False)
         self.assertFalse(v["found"])
 
+    def test_two_requests_one_step_each_are_two_teeth(self):
+        # Set-up and the first request in step 1, the second in step 2.
+        v = verdicts.sawtooth([0, 300, 301], [520, 515], False)
+        self.assertTrue(v["found"], v)
+        self.assertEqual(v["teeth"], 2)
+        self.assertTrue(v["every_step"])
+
+    def test_one_step_decides_nothing(self):
+        self.assertIsNone(verdicts.sawtooth([0, 300], [520], False)["found"])
+
     def test_teeth_of_several_steps(self):
         # Two requests of four steps each, back to 8 after each.
         b = [0, 8, 9, 10, 11, 8, 9, 10, 11, 8]
