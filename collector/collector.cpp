@@ -92,7 +92,10 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
 bool Collector::start_device(std::string& why) {
   // Started on the first CUDA call, before the call proceeds, so that no
   // kernel runs unobserved.
-  auto* tracer = new DeviceTracer(names_);  // never destroyed: CUPTI may call it after finish()
+  // Never destroyed, even when it fails half-way: CUPTI may hold its
+  // callbacks, and call them after finish().
+  tracer_kept_ = new DeviceTracer(names_);
+  DeviceTracer* tracer = tracer_kept_;
   if (!tracer->load(options_.cupti_lib, why) || !tracer->claim(why) ||
       !tracer->enable(DeviceTracerConfig{options_.cupti_buffers_mb << 20}, why)) {
     context_.device_note = why;

@@ -127,7 +127,8 @@ class Collector final : public Recorder {
   Control& control_;
   Host& host_;
   OutputContext context_;
-  DeviceTracer* tracer_ = nullptr;  // device time (start_device); never destroyed: CUPTI may call it late
+  DeviceTracer* tracer_ = nullptr;  // device time, once start_device succeeded
+  DeviceTracer* tracer_kept_ = nullptr;  // what start_device made; never destroyed: CUPTI may call it late
   std::chrono::steady_clock::time_point last_flush_{};
   Session session_;
   StackTable stacks_;

@@ -3,6 +3,7 @@ programs, checked against the programs and against torch.profiler. Each
 check prints PASS or FAIL with what it saw (nbb/checks.py)."""
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -135,6 +136,63 @@ def memory_check(ctx, a):
             ctx.run([ctx.python, ctx.workload("torch_frames.py")], log="frames",
                     env=dict(env, **ctx.nb_env("default", tag, **extra)))
             ctx.check(checks.snapshot_frames, ctx.path(f"{tag}.memory.pickle"), "torch_frames.py")
+
+
+def trace_head(trace, head):
+    """The part of a trace before its events (nbTable, nbRun...), closed as
+    a trace with no events: what `nbprof report` reads, small enough to
+    carry back from the GPU machine with the snapshot."""
+    with open(trace, "rb") as f:
+        text = f.read(64 << 20)
+    at = text.find(b'"traceEvents"')
+    if at < 0:
+        return False
+    with open(head, "wb") as f:
+        f.write(text[:at] + b'"traceEvents": []}\n')
+    return True
+
+
+@scenario("memory-report", gpu=True,
+          backs="gpu-validation.md: nbprof report on the generate example (a sawtooth, its peak against torch's) "
+                "and on a PyTorch loop that keeps a tensor per step (a leak naming its line)",
+          options=[option("--parts", type=csv, default=["generate", "leak"])])
+def memory_report(ctx, a):
+    """generate: the seed's memory example (two generate() calls, each an
+    NVTX range "generate", NB_STEP=nvtx:generate) under nb with
+    NB_TORCH_ALLOCS=1, after a run without nb for torch's own peak. leak:
+    workloads/torch_leak.py (a tensor kept per step, NB_STEP=nvtx:step).
+    Each run's snapshot and trace head (what nbprof report reads) are kept
+    in the output folder as <tag>.memory.pickle and <tag>.trace.json, with
+    the report if nbprof report runs here."""
+    env = ctx.gpu_env()
+    runs = []
+    if "generate" in a.parts:
+        ctx.section("the generate example: torch's peak, then NB_TORCH_ALLOCS=1, a step per request")
+        bare = ctx.run(ctx.decode("generate"), env=env, log="generate")
+        ctx.say(*bare.lines("max_memory_allocated"))
+        out = ctx.run(ctx.decode("generate"), log="generate",
+                      env=dict(env, **ctx.nb_env("torchallocs", "gen", NB_STEP="nvtx:generate")))
+        ctx.say(*out.lines("max_memory_allocated"))
+        runs.append("gen")
+    if "leak" in a.parts:
+        ctx.section("a PyTorch loop that keeps a tensor per step")
+        out = ctx.run([ctx.python, ctx.workload("torch_leak.py")], log="leak",
+                      env=dict(env, **ctx.nb_env("torchallocs", "leak", NB_STEP="nvtx:step")))
+        ctx.say(*out.lines("max_memory_allocated"))
+        runs.append("leak")
+    for tag in runs:
+        if ctx.dry:
+            print(f"would keep {tag}.memory.pickle and the head of {tag}.trace.json")
+            continue
+        shutil.copy(ctx.path(f"{tag}.memory.pickle"), ctx.keep(f"{tag}.memory.pickle"))
+        shutil.copy(ctx.path(f"{tag}.table.txt"), ctx.keep(f"{tag}.table.txt"))
+        if not trace_head(ctx.path(f"{tag}.trace.json"), ctx.keep(f"{tag}.trace.json")):
+            ctx.say(f"FAIL {tag}.trace.json has no traceEvents")
+            continue
+        report = ctx.run([ctx.build.nbprof, "report", ctx.keep(tag)], env=env, log="report")
+        ctx.say(f"nbprof report {tag}: exit {report.rc}")
+        for line in report.splitlines():
+            ctx.say("  " + line)
 
 
 @scenario("window-check", gpu=True,

@@ -244,7 +244,11 @@ def program_interrupt(args):
 def program_generate(args):
     d = Decoder(prompt_len=32)
     for _ in range(2):
+        # One request per NVTX range "generate": nb's steps for NB_STEP=nvtx:generate.
+        d.torch.cuda.nvtx.range_push("generate")
         d.model.generate(d.prompt, max_new_tokens=64, do_sample=False, pad_token_id=0)
+        d.torch.cuda.synchronize()
+        d.torch.cuda.nvtx.range_pop()
     torch = d.torch
     print("max_memory_allocated", torch.cuda.max_memory_allocated(), "max_memory_reserved",
           torch.cuda.max_memory_reserved(), flush=True)
