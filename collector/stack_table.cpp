@@ -21,11 +21,22 @@ constexpr uint64_t kPythonBit = 1ull << 63;
 }  // namespace
 
 uint32_t StackTable::intern(const uint64_t* native, uint32_t n_native, const uint64_t* python, uint32_t n_python) {
-  // The hook and the capture itself sit on top of every native stack.
+  // The hook and the capture itself sit on top of every native stack, and
+  // nb's wrapper of main at its bottom: none of the recorder's own frames
+  // is the program's.
+  const auto own = [this](uint64_t pc) { return pc >= origins_.own_begin && pc < origins_.own_end; };
   uint32_t skip = 0;
-  while (skip < n_native && native[skip] >= origins_.own_begin && native[skip] < origins_.own_end) ++skip;
+  while (skip < n_native && own(native[skip])) ++skip;
   native += skip;
   n_native -= skip;
+  if (std::any_of(native, native + n_native, own)) {
+    kept_.clear();
+    for (uint32_t i = 0; i < n_native; ++i) {
+      if (!own(native[i])) kept_.push_back(native[i]);
+    }
+    native = kept_.data();
+    n_native = static_cast<uint32_t>(kept_.size());
+  }
   if (n_native == 0 && n_python == 0) return 0;
 
   uint64_t h = mix(n_native, n_python);

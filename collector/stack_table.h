@@ -44,6 +44,7 @@ class StackTable {
   StackOrigins origins_;
   size_t max_stacks_;
   std::vector<uint64_t> arena_;          // all stacks' entries, back to back
+  std::vector<uint64_t> kept_;           // a stack without the recorder's frames inside it
   std::vector<Ref> offsets_;             // id - 1 → where in arena_
   std::unordered_multimap<uint64_t, uint32_t> by_hash_;
   uint64_t overflowed_ = 0;

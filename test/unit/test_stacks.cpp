@@ -112,6 +112,9 @@ TEST_CASE("stack table: identical stacks share an id; the recorder's frames are 
   CHECK(t.size() == 2);
   const uint64_t only_own[] = {0x1010};
   CHECK(t.intern(only_own, 1, nullptr, 0) == 0);
+  // Inside the stack too (nb's wrapper of main): the same stack without it.
+  const uint64_t wrapped[] = {0x1010, 0x5000, 0x6000, 0x1800};
+  CHECK(t.intern(wrapped, 4, nullptr, 0) == ia);
 }
 
 TEST_CASE("stack table: overflowing the limit gives id 0 and is counted", "[unit][stacks]") {
