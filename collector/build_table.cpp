@@ -114,21 +114,17 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
     f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +
                       std::to_string(m.overwritten));
   }
-  if (s.memory().curve_dropped()) {
-    f.notes.push_back("Memory curve points left out of the trace (after the first million): " +
-                      std::to_string(s.memory().curve_dropped()));
-  }
-  if (s.device_overflow()) {
-    f.notes.push_back("Device records left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
-                      std::to_string(s.device_overflow()));
+  if (js.released_unjoined) {
+    f.notes.push_back("Calls written before their device record came (so without its correlation id): " +
+                      std::to_string(js.released_unjoined));
   }
   if (js.overlaps_clipped) {
     f.notes.push_back("Device boxes clipped where they crossed the next one on their stream: " +
                       std::to_string(js.overlaps_clipped));
   }
-  if (s.trace_overflow()) {
+  if (s.timeline() && s.timeline()->host_events_left_out()) {
     f.notes.push_back("Host calls left out of the timeline (NB_TRACE_MAX_EVENTS), still counted here: " +
-                      std::to_string(s.trace_overflow()));
+                      std::to_string(s.timeline()->host_events_left_out()));
   }
   for (const std::string& n : ctx.notes) f.notes.push_back(n);
   return f;

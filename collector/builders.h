@@ -1,7 +1,8 @@
-// The three outputs of a recording built as plain data (the models of
-// formats/): the Chrome trace, the memory snapshot and the ranking table,
-// from a Session and what is known about the run (OutputContext). No I/O:
-// output.h writes them; tests compare them directly.
+// The outputs of a recording built as plain data (the models of formats/):
+// the Chrome trace's head and tail (its events streamed as the run went),
+// the memory snapshot and the ranking table, from a Session and what is
+// known about the run (OutputContext). No I/O: output.h writes them; tests
+// compare them directly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -43,33 +44,28 @@ struct OutputContext {
   // out; the snapshot's segments are the state at the window's end.
   uint64_t window_from = 0;
   uint64_t window_to = UINT64_MAX;
-  // Steps (NB_STEP) shown as ProfilerStep#N spans on the thread that ended
-  // them, the way torch.profiler marks prof.step().
+  // A flight recorder's dump (NB_KEEP, SIGUSR2): a copy of what is kept
+  // now, while the recording goes on (its trace file stays open).
+  bool dump = false;
+  // A step (NB_STEP), shown as a ProfilerStep#N span on the thread that
+  // ended it, the way torch.profiler marks prof.step().
   struct StepSpan {
     uint64_t number;
     uint64_t start, end;  // ticks
     uint32_t tid;
   };
-  std::vector<StepSpan> steps;
   // Ticks when the program ended (main returned, exit, a Python interpreter
   // finalizing), 0 if it had not.
   uint64_t program_end = 0;
 };
 
-// What joining host and device records found (for the footer and tests).
-struct JoinStats {
-  uint64_t device_records = 0;
-  uint64_t joined = 0;        // device records whose host call is in the trace
-  uint64_t overlaps_clipped = 0;
-  // Successful calls that make device work (launches, copies other than
-  // host to host, sets), and those of them no device record was joined to:
-  // CUPTI's records went elsewhere (another client took the buffers), were
-  // lost, or came and the join failed.
-  uint64_t work_calls = 0;
-  uint64_t work_without_device = 0;
-};
-
-formats::TraceData build_trace(const Session& s, const OutputContext& ctx, JoinStats* stats = nullptr);
+// Everything of a trace file but its events (which the Session's timeline
+// streamed): the head and tail's data. `base_ns`: the epoch ns the events'
+// times were written relative to.
+formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx, uint64_t base_ns);
+// The base of a trace whose first event is at `epoch_ns`: the whole second
+// before it.
+uint64_t trace_base_ns(int64_t epoch_ns);
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js);

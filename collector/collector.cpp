@@ -11,6 +11,7 @@
 
 #include "core/demangle.h"
 #include "collector/devices.h"
+#include "collector/output.h"
 #include "collector/output_files.h"
 #include "collector/drain_pace.h"
 #include "core/log.h"
@@ -63,7 +64,6 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
       names_(*setup.names),
       control_(*setup.control),
       host_(host),
-      session_(SessionLimits{options_.trace_max_events, options_.mem_max_entries}),
       stacks_(StackOrigins{setup.own_code_begin, setup.own_code_end, setup.python}),
       order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options_.cupti_flush_ms) * 1000000ull}) {
   context_.prefix = settings_.prefix;
@@ -80,13 +80,44 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
   const StepMarker& marker = settings_.step;
   capture_range_ = marker.kind == StepMarker::Kind::ProfilerApi;
   if (marker.kind == StepMarker::Kind::Time) time_step_ns_ = marker.ns;
-  const bool trigger = options_.trigger == Trigger::Signal;
+  // A flight recorder records from the start; a trigger asks it for a copy.
+  keep_ns_ = flight_recorder(options_) ? options_.keep.ns : 0;
+  const bool trigger = options_.trigger == Trigger::Signal && keep_ns_ == 0;
   toggle_ = trigger && options_.active == 0 && !capture_range_;
   // Windows of their own (<prefix>.w<N>.*) with a schedule, a capture range
   // or a trigger; otherwise the whole run is one recording.
   windowed_ = options_.active != 0 || capture_range_ || trigger;
   armed_ = !trigger;  // a trigger waits for its signal
-  if (windowed_) feed_ = std::make_shared<MemoryFeed>(options_.mem_max_entries);
+  if (windowed_) {
+    feed_ = std::make_shared<MemoryFeed>(options_.mem_max_entries);
+    feed_->on_point([this](const MemoryPoint& p) { route_point(p); });
+  } else {
+    main_ = make_recording(nullptr);
+    session_ = main_.session.get();
+  }
+}
+
+Collector::Recording Collector::make_recording(std::shared_ptr<MemoryFeed> shared) {
+  Recording rec;
+  rec.names = std::make_unique<TraceNames>(&names_);
+  TraceFileConfig file;
+  file.level = static_cast<int>(options_.compress);
+  file.path = context_.prefix + (file.level > 0 ? ".trace.json.gz" : ".trace.json");
+  // Event times are written relative to the second the run began in.
+  rec.trace = std::make_unique<TraceStream>(writer_, file, trace_base_ns(read_anchor().epoch_ns), *rec.names);
+  // A problem is said once, when the outputs are written (with theirs).
+  std::string problem;
+  rec.trace->open(problem);
+  TraceSetup setup;
+  setup.pid = context_.pid;
+  setup.device_traced = context_.device_traced;
+  setup.join_mode = context_.device_traced ? options_.cupti_join : CuptiJoin::None;
+  setup.debug_args = context_.debug_args;
+  setup.hold_ns = std::max<uint64_t>(2000000000ull, 4 * options_.cupti_flush_ms * 1000000ull);
+  setup.max_host_events = options_.trace_max_events;
+  rec.session = std::make_unique<Session>(SessionLimits{options_.mem_max_entries}, rec.trace.get(), setup,
+                                          rec.names.get(), std::move(shared));
+  return rec;
 }
 
 bool Collector::start_device(std::string& why) {
@@ -169,8 +200,8 @@ size_t Collector::drain_rings() {
     });
     if (got) {
       const uint32_t tid = slot.tid.load(std::memory_order_relaxed);
-      session_.note_thread(tid, slot.name);
       if (windowed_) thread_names_.emplace(tid, slot.name);
+      else session_->note_thread(tid, slot.name);
     }
     n += got;
     frames_drained_ += slot.frames.released() - frames_before;
@@ -180,15 +211,31 @@ size_t Collector::drain_rings() {
 }
 
 size_t Collector::drain_once() {
-  if (order_join_on_) pass_map_ = TimeMap::between(start_anchor_, read_anchor());
+  // The tick → time map of now: a fit to the run so far converts the recent
+  // records the timeline gets this pass to within the clocks' jitter.
+  pass_map_ = TimeMap::between(start_anchor_, read_anchor());
+  const uint64_t now_ns = monotonic_ns();
+  // Device tracing starts on the program's first CUDA call, on its thread.
+  const DeviceTracer* tracer = tracer_;
+  const bool traced = tracer != nullptr, handed = traced && tracer->handed_over();
+  const auto pass = [&](Session& s) {
+    s.set_device(traced, options_.cupti_join, handed);
+    s.advance(pass_map_, now_ns);
+  };
+  if (windowed_) {
+    for (auto& [n, w] : windows_) pass(*w.session);
+  } else {
+    pass(*session_);
+    if (keep_ns_ != 0) keep_pass(now_ns);
+  }
   if (windowed_) check_arming();
   const size_t n = drain_rings();
   // Memory records older than the horizon cannot be overtaken by one still
   // in flight on another thread (assuming no call is in flight longer).
   if (windowed_) {
     if (feed_->pending()) feed_->apply(std::min(memory_horizon(), memory_limit()));
-  } else if (session_.memory_pending()) {
-    session_.apply_memory(memory_horizon());
+  } else if (session_->memory_pending()) {
+    session_->apply_memory(memory_horizon());
   }
   if (tracer_) {
     // CUPTI hands over full buffers on its own; ask for partly filled ones
@@ -203,6 +250,63 @@ size_t Collector::drain_once() {
   }
   if (windowed_ || time_step_ns_ != 0) service_windows();
   return n;
+}
+
+// The flight recorder keeps its trace and its table's counts in slices of
+// NB_KEEP / kKeepSlices: a new slice each time one has run its length, the
+// oldest dropped. The trace keeps more slices than the span, since an event
+// is written up to the join's hold after its time; the file is cut to the
+// exact span when written (TraceFinish::from_ts).
+void Collector::keep_pass(uint64_t now_ns) {
+  constexpr uint64_t kKeepSlices = 16;
+  if (slice_ns_ == 0) {
+    slice_ns_ = std::max<uint64_t>(keep_ns_ / kKeepSlices, 50000000ull);
+    const uint64_t late_ns = std::max<uint64_t>(2000000000ull, 4 * options_.cupti_flush_ms * 1000000ull) + 1000000000ull;
+    table_slices_ = static_cast<size_t>((keep_ns_ + slice_ns_ - 1) / slice_ns_) + 1;
+    trace_slices_ = static_cast<size_t>((keep_ns_ + late_ns + slice_ns_ - 1) / slice_ns_) + 1;
+    slice_began_ns_ = now_ns;
+  }
+  if (control_.arm_request.exchange(false, std::memory_order_relaxed) &&
+      options_.trigger == Trigger::Signal) {
+    dump(now_ns);
+  }
+  if (now_ns - slice_began_ns_ < slice_ns_) return;
+  slice_began_ns_ = now_ns;
+  main_.trace->file().end_slice(trace_slices_);
+  session_->cut_slice(table_slices_, now_ns);
+  if (now_ns > keep_ns_) session_->forget_before(pass_map_.ticks_at_mono(now_ns - keep_ns_));
+}
+
+void Collector::keep_context(OutputContext& ctx, uint64_t now_ns) const {
+  if (keep_ns_ == 0) return;
+  const uint64_t run_ns = now_ns - start_anchor_.mono_ns;
+  const auto secs = [](uint64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
+    return std::string(buf);
+  };
+  std::string line = "Flight recorder (NB_KEEP=" + describe_duration(options_.keep) + "): ";
+  if (run_ns <= keep_ns_) {
+    line += "the run (" + secs(run_ns) + ") was no longer than it; all of it is here";
+  } else {
+    const uint64_t from_ns = now_ns - keep_ns_;
+    ctx.window_from = ctx.time.ticks_at_mono(from_ns);
+    const uint64_t since = session_->kept_since_ns() ? session_->kept_since_ns() : start_anchor_.mono_ns;
+    line += "the trace's events and the memory history are the last " + secs(keep_ns_) + " of the run's " +
+            secs(run_ns) + " (from " + secs(from_ns - start_anchor_.mono_ns) + " after it began); this table counts the " +
+            std::to_string(session_->consumed()) + " calls of the last " + secs(now_ns - since) + " (of " +
+            std::to_string(session_->run_consumed()) + " in all)";
+  }
+  ctx.notes.push_back(line);
+}
+
+void Collector::dump(uint64_t now_ns) {
+  ++dumps_;
+  OutputContext ctx = current_context();
+  ctx.prefix = context_.prefix + ".d" + std::to_string(dumps_);
+  ctx.dump = true;
+  keep_context(ctx, now_ns);
+  write(main_, std::move(ctx));
 }
 
 uint32_t Collector::intern_stack(FrameRing& frames, uint32_t tagged) {
@@ -311,7 +415,7 @@ void Collector::finish_tagged(const std::string& tag) {
   context_.prefix += tag;  // the collector thread, which reads it, has stopped
   drain_once();
   // Windows apply the memory feed up to their own end (close_window).
-  if (!windowed_) session_.apply_all_memory();
+  if (!windowed_) session_->apply_all_memory();
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): the
     // device records of the calls recorded, as CUPTI hands them over once
@@ -353,14 +457,14 @@ void Collector::finish_tagged(const std::string& tag) {
     return;
   }
   OutputContext ctx = current_context();
-  if (session_.consumed() == 0 && ctx.dropped == 0) {
+  if (session_->consumed() == 0 && ctx.dropped == 0) {
     log::debug("no CUDA calls recorded; no files written");
     return;
   }
   if (options_.census) write_census(ctx);
-  if (!step_ends_.empty()) ctx.steps = step_spans(step_ends_.begin()->first, step_ends_.size(), session_.first());
+  keep_context(ctx, monotonic_ns());
   if (step_ends_dropped_) ctx.notes.push_back("Steps past the first million not shown as spans: " + std::to_string(step_ends_dropped_));
-  write(session_, std::move(ctx));
+  write(main_, std::move(ctx));
 }
 
 OutputContext Collector::current_context() {
@@ -443,7 +547,7 @@ OutputContext Collector::current_context() {
   return ctx;
 }
 
-void Collector::write(const Session& s, OutputContext ctx) {
+void Collector::write(Recording& rec, OutputContext ctx) {
   if (stacks_.size()) {
     try {
       std::string naming;
@@ -456,7 +560,21 @@ void Collector::write(const Session& s, OutputContext ctx) {
       ctx.notes.push_back("Stacks could not be named (out of memory): the snapshot has none");
     }
   }
-  const OutputResult res = write_outputs(s, ctx);
+  rec.trace->file().set_path(ctx.prefix + (options_.compress > 0 ? ".trace.json.gz" : ".trace.json"));
+  // A trace that takes long to write says so (the program's exit waits).
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  auto last_line = std::chrono::steady_clock::time_point{};
+  const auto progress = [&](uint64_t done, uint64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!tty && now - last_line < std::chrono::seconds(5)) return;
+    last_line = now;
+    const unsigned pct = total ? static_cast<unsigned>(done * 100 / total) : 100;
+    const std::string line = "nb: writing " + rec.trace->file().path() + ": " + std::to_string(pct) + "% of " +
+                             size_text(total) + " of events";
+    log::print(tty ? "\r" + line : line + "\n");
+  };
+  const OutputResult res = write_outputs(*rec.session, ctx, *rec.trace, progress);
+  if (tty && last_line != std::chrono::steady_clock::time_point{}) log::print("\n");
   // One line per distinct problem: a missing directory fails all three
   // files the same way.
   std::vector<std::string> said;
@@ -472,10 +590,19 @@ void Collector::write(const Session& s, OutputContext ctx) {
   if (ctx.dropped) log::warn(std::to_string(ctx.dropped) + " records dropped (the table's footer says why)");
 }
 
+void Collector::note_for_census(const Record& r) {
+  // A bound for a diagnostic mode: `nbprof steps` needs a few hundred steps.
+  constexpr size_t kMaxCensus = size_t(1) << 22;
+  if (census_.size() >= kMaxCensus) return;
+  if (r.kind == Kind::Launch && r.name != 0 && r.result == 0) census_.push_back({r.name, false, r.tid, r.start});
+  else if (r.kind == Kind::Nvtx) census_.push_back({r.name, true, r.tid, r.end});
+}
+
 void Collector::write_census(const OutputContext& ctx) {
   // Every launch by its kernel's name as users see it (demangled), every
   // NVTX range end: what step_census ranks.
   std::vector<CensusEvent> events;
+  events.reserve(census_.size());
   std::unordered_map<uint32_t, std::string> names;
   const auto name = [&](uint32_t id) -> const std::string& {
     auto it = names.find(id);
@@ -483,13 +610,8 @@ void Collector::write_census(const OutputContext& ctx) {
     std::string n = id < ctx.kernel_names.size() ? demangle(ctx.kernel_names[id]) : std::string();
     return names.emplace(id, std::move(n)).first->second;
   };
-  session_.records().for_each([&](const Record& r) {
-    if (r.kind == Kind::Launch && r.name != 0 && r.result == 0) {
-      events.push_back({name(r.name), false, static_cast<uint64_t>(ctx.time.epoch_ns(r.start)), r.tid});
-    }
-  });
-  for (const Record& r : session_.nvtx_ranges()) {
-    events.push_back({name(r.name), true, static_cast<uint64_t>(ctx.time.epoch_ns(r.end)), r.tid});
+  for (const CensusRecord& c : census_) {
+    events.push_back({name(c.name), c.nvtx, static_cast<uint64_t>(ctx.time.epoch_ns(c.tick)), c.tid});
   }
   std::sort(events.begin(), events.end(), [](const CensusEvent& a, const CensusEvent& b) { return a.ns < b.ns; });
   const std::string text = step_census(events, 20);

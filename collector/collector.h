@@ -21,6 +21,8 @@
 #include "collector/session.h"
 #include "collector/stack_cost.h"
 #include "collector/stack_table.h"
+#include "collector/trace_file.h"
+#include "collector/trace_stream.h"
 #include "core/thread_registry.h"
 
 namespace nb {
@@ -43,7 +45,7 @@ class Collector final : public Recorder {
   // One pass over all rings (the thread's loop body; tests call it).
   size_t drain_once();
   uint64_t dropped() const;
-  const Session& session() const { return session_; }
+  const Session& session() const { return *session_; }
 
  private:
   void run();
@@ -57,8 +59,17 @@ class Collector final : public Recorder {
 
   // Windows (windows.cpp). Records go to the window their step belongs to;
   // memory records also to the run-long feed.
-  struct Window {
+  // One recording's outputs in the making: its event names, its trace
+  // streaming to disk, its Session (which feeds the trace).
+  struct Recording {
+    std::unique_ptr<TraceNames> names;
+    std::unique_ptr<TraceStream> trace;
     std::unique_ptr<Session> session;
+  };
+  Recording make_recording(std::shared_ptr<MemoryFeed> shared);
+  struct Window {
+    Recording rec;
+    Session* session = nullptr;  // rec.session
     uint64_t first_active = 0;   // absolute number of its first active step
     uint64_t active = 0;         // steps it should get
     uint64_t end_tick = 0;       // end of its last step, once complete
@@ -76,13 +87,15 @@ class Collector final : public Recorder {
   StepPlan plan(uint64_t step) const;  // absolute step → window (relative to arming)
   Window& window(uint64_t n, uint64_t rel_step);
   void note_step_end(uint64_t step, uint64_t tick, uint32_t tid);
+  void route_point(const MemoryPoint& p);  // windows: a memory curve point to its window
   void check_arming();     // each pass, first: armed by a signal?
   void service_windows();  // each pass, last: time steps, disarming, windows due
   void close_window(uint64_t n, bool at_exit);
   std::vector<OutputContext::StepSpan> step_spans(uint64_t first, uint64_t count, uint64_t fallback_start) const;
-  void write(const Session& s, OutputContext ctx);
+  void write(Recording& rec, OutputContext ctx);
   OutputContext current_context();
-  void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt  // context_ with the figures of now (clock, drops, names)
+  void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt
+  void note_for_census(const Record& r);
   uint64_t memory_limit() const;
   // Recorded calls that made device work still without their device record
   // (the whole run's, or any window's).
@@ -130,7 +143,17 @@ class Collector final : public Recorder {
   DeviceTracer* tracer_ = nullptr;  // device time, once start_device succeeded
   DeviceTracer* tracer_kept_ = nullptr;  // what start_device made; never destroyed: CUPTI may call it late
   std::chrono::steady_clock::time_point last_flush_{};
-  Session session_;
+  TraceWriter writer_;  // compresses every recording's trace, on a thread of its own
+  Recording main_;      // the whole run's (without windows)
+  Session* session_ = nullptr;  // main_.session
+  // NB_CENSUS: launches and NVTX range ends, for `nbprof steps`.
+  struct CensusRecord {
+    uint32_t name;
+    bool nvtx;
+    uint32_t tid;
+    uint64_t tick;
+  };
+  std::vector<CensusRecord> census_;
   StackTable stacks_;
   uint64_t frames_drained_ = 0;  // stack frames the current pass consumed (collector thread)
   StackCost stack_cost_;  // what the stacks interned so far cost their threads
@@ -147,6 +170,15 @@ class Collector final : public Recorder {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
+  // Flight recorder (NB_KEEP; collector.cpp, keep_pass).
+  void keep_pass(uint64_t now_ns);
+  void keep_context(OutputContext& ctx, uint64_t now_ns) const;
+  void dump(uint64_t now_ns);  // SIGUSR2: <prefix>.d<N>.*, recording goes on
+  uint64_t keep_ns_ = 0;       // 0: the whole run is kept
+  uint64_t slice_ns_ = 0;
+  size_t table_slices_ = 0, trace_slices_ = 0;
+  uint64_t slice_began_ns_ = 0;
+  uint64_t dumps_ = 0;
   bool finished_ = false;
   std::thread thread_;
 };

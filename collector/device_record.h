@@ -35,6 +35,8 @@ struct DeviceRecord {
 struct CorrelationLink {
   uint64_t host_id = 0;
   uint32_t correlation = 0;
+  uint32_t host_tid = 0;       // the call's thread and start (monotonic ns): the arrow's tail
+  uint64_t host_start_ns = 0;
 };
 
 }  // namespace nb

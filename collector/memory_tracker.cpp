@@ -15,14 +15,18 @@ int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
 void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
                          uint64_t ticks, uint32_t stack, uint64_t device_free) {
   if (in_teardown_) return;  // after the snapshot's state (see ended_)
-  const Entry e{a, device, addr, size, stream, ticks, device_free, stack};
-  if (ring_.size() < max_entries_) {
-    ring_.push_back(e);
-    return;
+  ring_.push_back(Entry{a, device, addr, size, stream, ticks, device_free, stack});
+  if (ring_.size() > max_entries_) {
+    ring_.pop_front();
+    ++counts_.overwritten;
   }
-  ring_[next_] = e;
-  next_ = (next_ + 1) % max_entries_;
-  ++counts_.overwritten;
+}
+
+void MemoryTracker::forget_before(uint64_t ticks) {
+  while (!ring_.empty() && ring_.front().ticks < ticks) {
+    ring_.pop_front();
+    ++counts_.aged_out;
+  }
 }
 
 void MemoryTracker::grow_devices(int device) {
@@ -44,17 +48,12 @@ uint64_t MemoryTracker::pools_reserved(int device) const {
 }
 
 void MemoryTracker::note_point(uint64_t ticks, int device) {
-  // A bound on the curve; a million points draw any run's shape.
-  constexpr size_t kMaxPoints = 1000000;
-  if (curve_.size() >= kMaxPoints) {
-    ++curve_dropped_;
-    return;
-  }
+  if (!on_point_) return;
   const size_t d = static_cast<size_t>(device);
   // Pools keep memory beyond their live allocations; what they reported last
   // (never less than what is live in them) stands for it.
   const uint64_t reserved = live_bytes_[d] - async_bytes_[d] + std::max(async_bytes_[d], pools_reserved(device));
-  curve_.push_back({ticks, device, live_bytes_[d], reserved});
+  on_point_(MemoryPoint{ticks, device, live_bytes_[d], reserved});
 }
 
 void MemoryTracker::add_live(uint64_t addr, const Live& l) {
@@ -210,12 +209,9 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time, uint64_t from
   }
 
   const auto to_us = [&](uint64_t ticks) { return time.epoch_ns(ticks) / 1000; };
-  const size_t n = ring_.size();
-  const size_t first = n < max_entries_ ? 0 : next_;
   for (const Entry& e : ring_) max_device = std::max(max_device, e.device);
   s.device_traces.resize(static_cast<size_t>(max_device) + 1);
-  for (size_t k = 0; k < n; ++k) {
-    const Entry& e = ring_[(first + k) % n];
+  for (const Entry& e : ring_) {
     if (e.ticks < from_ticks) continue;
     formats::TraceEntry t;
     t.action = e.action;

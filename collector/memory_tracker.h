@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct MemoryCounts {
   uint64_t teardown_frees = 0, teardown_bytes = 0;  // freed (or unmapped) after the program's end
   uint64_t unmatched_frees = 0;   // frees of addresses we never saw allocated
   uint64_t overwritten = 0;       // history entries pushed out of the ring
+  uint64_t aged_out = 0;          // history entries older than NB_KEEP, forgotten
 };
 
 // Device memory over time, one point per change (the trace's counters).
@@ -43,8 +45,11 @@ class MemoryTracker {
   formats::SnapshotData snapshot(const TimeMap& time, uint64_t from_ticks = 0) const;
 
   const MemoryCounts& counts() const { return counts_; }
-  const std::deque<MemoryPoint>& curve() const { return curve_; }
-  uint64_t curve_dropped() const { return curve_dropped_; }
+  // Forgets history entries older than `ticks` (a flight recorder keeps the
+  // last NB_KEEP of it); the live allocations stay.
+  void forget_before(uint64_t ticks);
+  // Each change of the curve, as it happens (the trace's counters).
+  void on_point(std::function<void(const MemoryPoint&)> f) { on_point_ = std::move(f); }
   // Bytes live now on `device` (at the program's end, once it ended), and
   // the most that were live at once.
   uint64_t live_bytes(int device) const;
@@ -78,8 +83,7 @@ class MemoryTracker {
   // Deques, not vectors: both grow to millions of entries, and a vector's
   // doubling would copy tens of MB in one collector pass, long enough for
   // the threads' rings to overflow meanwhile.
-  std::deque<Entry> ring_;
-  size_t next_ = 0;  // ring_ index of the next write once full
+  std::deque<Entry> ring_;  // oldest first; at most max_entries_
   std::unordered_map<uint64_t, Live> live_;
   std::unordered_map<uint64_t, int> vmm_handles_;  // cuMemCreate handle → device
   void grow_devices(int device);
@@ -92,8 +96,7 @@ class MemoryTracker {
   };
   std::unordered_map<uint64_t, PoolReserved> pools_;  // by pool handle
   uint64_t pools_reserved(int device) const;
-  std::deque<MemoryPoint> curve_;
-  uint64_t curve_dropped_ = 0;
+  std::function<void(const MemoryPoint&)> on_point_;
   MemoryCounts counts_;
   // The state at the program's end, kept when its first teardown record
   // comes. The snapshot is that state with the history up to it: MemoryViz

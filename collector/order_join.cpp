@@ -19,6 +19,7 @@ OrderJoin::Host OrderJoin::Host::from(const Record& r, uint64_t start_ns, uint64
   h.end_ns = end_ns;
   h.id = r.id;
   h.window = window;
+  h.tid = r.tid;
   h.kind = r.kind;
   h.name = r.name;
   std::copy(r.grid, r.grid + 3, h.grid);
@@ -236,7 +237,7 @@ OrderJoin::Link OrderJoin::take(Open::iterator it, uint64_t id) {
 
 OrderJoin::Link OrderJoin::link(Calls::iterator it, uint64_t id) {
   const Host& h = it->second.h;
-  const Link l{true, h.id, h.window};
+  const Link l{true, h.id, h.window, h.tid, h.start_ns};
   linked_[id] = Linked{l, h.start_ns, h.end_ns};
   calls_.erase(it);
   ++counts_.joined;

@@ -56,6 +56,7 @@ class OrderJoin {
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t id = 0;      // the host record's id
     uint64_t window = 0;  // the collector's window number, 0 = none
+    uint32_t tid = 0;     // the calling thread (for the arrow's start)
     Kind kind = Kind::Other;
     uint32_t name = 0;    // interned mangled kernel name, 0 = unknown
     uint32_t grid[3] = {0, 0, 0};
@@ -67,6 +68,8 @@ class OrderJoin {
     bool joined = false;
     uint64_t host_id = 0;
     uint64_t window = 0;
+    uint32_t host_tid = 0;        // where and when the call began (monotonic ns)
+    uint64_t host_start_ns = 0;
   };
   struct Config {
     uint64_t hold_ns = 500000000;    // how long a missing id holds back the ids after it

@@ -1,20 +1,56 @@
 #include "collector/output.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
 #include "collector/output_files.h"
 #include "formats/chrome_trace.h"
 #include "formats/memory_snapshot.h"
 
 namespace nb {
 
-OutputResult write_outputs(const Session& s, const OutputContext& ctx) {
+std::string size_text(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= 10000000) std::snprintf(buf, sizeof buf, "%.0f MB", static_cast<double>(bytes) / 1e6);
+  else if (bytes >= 1000000) std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  else if (bytes >= 10000) std::snprintf(buf, sizeof buf, "%.0f KB", static_cast<double>(bytes) / 1e3);
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& trace,
+                           const std::function<void(uint64_t, uint64_t)>& progress) {
   OutputResult res;
-  JoinStats js;
+  const auto written = [&](const std::string& path) {
+    struct stat st {};
+    res.written.push_back(::stat(path.c_str(), &st) == 0 ? path + " (" + size_text(static_cast<uint64_t>(st.st_size)) + ")"
+                                                         : path);
+  };
   const auto write = [&](const std::string& path, const std::function<void(std::ostream&)>& fill) {
     std::string problem;
-    if (write_output_file(path, ctx.overwrite, fill, problem)) res.written.push_back(path);
+    if (write_output_file(path, ctx.overwrite, fill, problem)) written(path);
     else res.problems.push_back(problem);
   };
-  write(ctx.prefix + ".trace.json", [&](std::ostream& os) { formats::write_chrome_trace(build_trace(s, ctx, &js), os); });
+  // The timeline's last events (what waited for device records) first: the
+  // table's footer counts what joining found.
+  // A dump leaves them waiting: they go out joined, into later files.
+  if (!ctx.dump) s.finish_timeline();
+  const JoinStats& js = s.timeline()->stats();
+  {
+    const formats::TraceData frame = build_trace_frame(s, ctx, trace.base_ns());
+    TraceFinish how;
+    how.overwrite = ctx.overwrite;
+    how.keep_body = ctx.dump;
+    if (ctx.window_from != 0) how.from_ts = trace.ts(static_cast<uint64_t>(ctx.time.epoch_ns(ctx.window_from)));
+    std::string problem;
+    if (trace.file().finish(formats::chrome_trace_head(frame), formats::chrome_trace_tail(frame), how, problem,
+                            progress)) {
+      written(trace.file().path());
+    } else {
+      res.problems.push_back(problem);
+    }
+  }
   write(ctx.prefix + ".memory.pickle", [&](std::ostream& os) {
     const std::string bytes = formats::memory_snapshot_pickle(build_snapshot(s, ctx));
     os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

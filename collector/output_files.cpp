@@ -123,6 +123,29 @@ bool publish(const std::string& temp, const std::string& path, bool overwrite, s
 
 }  // namespace
 
+bool make_parent_dirs(const std::string& path, std::string& problem) { return make_parents(path, problem); }
+
+int open_unlinked(const std::string& near_path, std::string& problem) {
+  const size_t slash = near_path.rfind('/');
+  const std::string d = slash == std::string::npos ? "." : slash == 0 ? "/" : near_path.substr(0, slash);
+  int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  // File systems without O_TMPFILE: a fresh name beside the output (under
+  // its prefix, like every name nb makes), unlinked at once.
+  static std::atomic<unsigned> serial{0};
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::string name = near_path + ".scratch-" + std::to_string(getpid()) + "-" + std::to_string(serial.fetch_add(1));
+    fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::unlink(name.c_str());
+      return fd;
+    }
+    if (errno != EEXIST) break;
+  }
+  problem = "cannot create scratch files in " + d + ": " + std::strerror(errno);
+  return -1;
+}
+
 std::string exists_message(const std::string& path) {
   return path + " exists; not overwritten (NB_OVERWRITE=1 or nbprof --overwrite replaces it; or choose another NB_OUT)";
 }
@@ -145,7 +168,7 @@ bool write_output_file(const std::string& path, bool overwrite, const std::funct
     std::ostream os(&buf);
     fill(os);
     os.flush();
-    failed = buf.failed();
+    failed = buf.failed() || !os;  // a fill that could not produce all of its content sets badbit
     write_errno = errno;
   } catch (...) {
     // Out of memory while building the content: nothing under the name.

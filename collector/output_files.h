@@ -12,6 +12,14 @@
 
 namespace nb {
 
+// Makes the directories above `path`; false with `problem` if one cannot be.
+bool make_parent_dirs(const std::string& path, std::string& problem);
+
+// A new file in `dir` that has no name (O_TMPFILE, or created and unlinked
+// at once): scratch space that vanishes with the process. Returns an fd
+// open for reading and writing, or -1 with `problem` set.
+int open_unlinked(const std::string& near_path, std::string& problem);
+
 // "PATH exists; not overwritten (what to do)".
 std::string exists_message(const std::string& path);
 

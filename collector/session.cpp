@@ -25,27 +25,67 @@ uint64_t effect_time(const Record& r) {
 }
 }  // namespace
 
+namespace {
+// Without a sink: the statistics only.
+class NoEvents final : public EventSink {
+ public:
+  void event(const formats::Event&) override {}
+  void flow(const formats::Flow&) override {}
+  void counter(const formats::Counter&) override {}
+};
+NoEvents g_no_events;
+}  // namespace
+
+Session::Session(const SessionLimits& limits, EventSink* sink, const TraceSetup& setup, TraceNames* names,
+                 std::shared_ptr<MemoryFeed> shared)
+    : limits_(limits),
+      own_feed_(shared == nullptr),
+      feed_(shared ? std::move(shared) : std::make_shared<MemoryFeed>(limits.mem_max_entries)),
+      own_names_(names ? nullptr : std::make_unique<TraceNames>(nullptr)),
+      builder_(std::make_unique<TraceBuilder>(setup, names ? *names : *own_names_, sink ? *sink : g_no_events)) {
+  if (own_feed_) feed_->on_point([this](const MemoryPoint& p) { memory_point(p); });
+}
+
 void Session::consume(const Record& r) {
   if (r.kind == Kind::Nvtx) {
     // A range the program annotated, not a CUDA call: no table row.
-    nvtx_.push_back(r);
+    builder_->nvtx(r);
     return;
   }
-  ++consumed_;
+  ++cur_.consumed;
+  ++run_consumed_;
+  sum_valid_ = false;
   const uint64_t dur = r.end >= r.start ? r.end - r.start : 0;
-  ApiStats& s = api_stats_[r.api < kApiCount ? r.api : 0];
+  ApiStats& s = cur_.api[r.api < kApiCount ? r.api : 0];
   ++s.calls;
   s.total += dur;
   s.min = std::min(s.min, dur);
   s.max = std::max(s.max, dur);
   if (r.result != 0) ++s.errors;
-  first_ = std::min(first_, r.start);
-  last_ = std::max(last_, r.end);
-
-  if (records_.size() < limits_.trace_max_events) records_.push_back(r);
-  else ++trace_overflow_;
+  cur_.first = std::min(cur_.first, r.start);
+  cur_.last = std::max(cur_.last, r.end);
+  builder_->host(r);
   if (own_feed_) feed_->consume(r);
 }
+
+void Session::step(uint64_t number, uint64_t start, uint64_t end, uint32_t tid) {
+  builder_->step(number, start, end, tid);
+  if (run_.steps.size() < RunLog::kMaxSteps) run_.steps.push_back({number, start, end, tid});
+  else run_.steps_complete = false;
+}
+
+void Session::memory_point(const MemoryPoint& p) {
+  builder_->memory_point(p);
+  if (run_.points.size() < RunLog::kMaxPoints) run_.points.push_back(p);
+  else run_.points_complete = false;
+}
+
+void Session::advance(const TimeMap& time, uint64_t now_ns) {
+  builder_->set_time(time);
+  builder_->advance(now_ns);
+}
+
+void Session::finish_timeline() { builder_->flush(); }
 
 void MemoryFeed::consume(const Record& r) {
   if (!is_memory_kind(r.kind)) return;
@@ -81,17 +121,70 @@ void MemoryFeed::apply(uint64_t horizon) {
   }
 }
 
-void Session::consume(const DeviceRecord& d) {
-  ++device_consumed_;
+void Session::consume(const DeviceRecord& d, const CorrelationLink* link) {
+  ++cur_.device_consumed;
+  sum_valid_ = false;
   const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
-  DeviceStats& s = device_stats_[d.name];
+  DeviceStats& s = cur_.device[d.name];
   s.kind = d.kind;
   ++s.calls;
   s.total += dur;
   s.min = std::min(s.min, dur);
   s.max = std::max(s.max, dur);
-  if (device_.size() < limits_.trace_max_events) device_.push_back(d);
-  else ++device_overflow_;
+  builder_->device(d, link);
+}
+
+void Tally::add(const Tally& o) {
+  for (size_t i = 0; i < api.size(); ++i) {
+    ApiStats& a = api[i];
+    const ApiStats& b = o.api[i];
+    a.calls += b.calls;
+    a.total += b.total;
+    a.min = std::min(a.min, b.min);
+    a.max = std::max(a.max, b.max);
+    a.errors += b.errors;
+  }
+  for (const auto& [name, b] : o.device) {
+    DeviceStats& a = device[name];
+    a.kind = b.kind;
+    a.calls += b.calls;
+    a.total += b.total;
+    a.min = std::min(a.min, b.min);
+    a.max = std::max(a.max, b.max);
+  }
+  consumed += o.consumed;
+  device_consumed += o.device_consumed;
+  first = std::min(first, o.first);
+  last = std::max(last, o.last);
+  since_ns = since_ns ? std::min(since_ns, o.since_ns) : o.since_ns;
+}
+
+void Session::cut_slice(size_t keep, uint64_t now_ns) {
+  if (cur_.since_ns == 0) cur_.since_ns = now_ns;  // the first slice began with the run
+  slices_.push_back(std::move(cur_));
+  cur_ = Tally{};
+  cur_.since_ns = now_ns;
+  while (keep != 0 && slices_.size() + 1 > keep) slices_.pop_front();
+  sum_valid_ = false;
+}
+
+const Tally& Session::tally() const {
+  if (slices_.empty()) return cur_;
+  if (!sum_valid_) {
+    sum_ = Tally{};
+    for (const Tally& t : slices_) sum_.add(t);
+    sum_.add(cur_);
+    sum_valid_ = true;
+  }
+  return sum_;
+}
+
+void Session::forget_before(uint64_t ticks) {
+  feed_->forget_before(ticks);
+  const auto old_step = [&](const RunLog::Step& st) { return st.start < ticks; };
+  run_.steps.erase(run_.steps.begin(), std::find_if_not(run_.steps.begin(), run_.steps.end(), old_step));
+  const auto old_point = [&](const MemoryPoint& p) { return p.ticks < ticks; };
+  run_.points.erase(run_.points.begin(), std::find_if_not(run_.points.begin(), run_.points.end(), old_point));
 }
 
 void Session::note_thread(uint32_t tid, const char* name) {

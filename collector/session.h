@@ -1,10 +1,12 @@
-// What one recording accumulates from the drained records: the host calls
-// kept for the timeline, per-API statistics for the table, the memory
-// history, and the names of the threads seen. No threads, no I/O: the
-// collector feeds it, output.cpp reads it, tests drive it directly.
+// What one recording accumulates from the drained records: per-API
+// statistics for the table, the memory history, the names of the threads
+// seen, and its timeline, built as the records come (trace_builder.h) and
+// handed to a sink (the trace file) rather than kept. No threads, no I/O:
+// the collector feeds it, output.cpp reads it, tests drive it directly.
 #pragma once
 #include <cstdint>
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "collector/device_record.h"
 #include "collector/memory_tracker.h"
+#include "collector/trace_builder.h"
 #include "core/record.h"
 #include "core/api.h"
 
@@ -25,32 +28,6 @@ struct ApiStats {  // durations in ticks
   uint64_t max = 0;
   uint64_t errors = 0;
 };
-
-// Records kept for the timeline, in fixed chunks: growing never copies what
-// is stored (a reallocating vector stalls the collector for as long as it
-// takes to copy everything, and the rings overflow meanwhile).
-template <typename T>
-class ChunkedLog {
- public:
-  static constexpr size_t kChunk = 8192;
-  void push_back(const T& r) {
-    if (size_ % kChunk == 0) chunks_.emplace_back(new T[kChunk]);
-    chunks_.back()[size_ % kChunk] = r;
-    ++size_;
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const T& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
-  template <typename F>
-  void for_each(F&& f) const {
-    for (size_t i = 0; i < size_; ++i) f((*this)[i]);
-  }
-
- private:
-  std::vector<std::unique_ptr<T[]>> chunks_;
-  size_t size_ = 0;
-};
-using RecordLog = ChunkedLog<Record>;
 
 struct DeviceStats {  // durations in ns
   DeviceKind kind = DeviceKind::Kernel;
@@ -74,6 +51,8 @@ class MemoryFeed {
   void apply_all() { apply(UINT64_MAX); }
   bool pending() const { return !pending_memory_.empty(); }
   const MemoryTracker& tracker() const { return memory_; }
+  void forget_before(uint64_t ticks) { memory_.forget_before(ticks); }
+  void on_point(std::function<void(const MemoryPoint&)> f) { memory_.on_point(std::move(f)); }
 
  private:
   MemoryTracker memory_;
@@ -96,65 +75,107 @@ class MemoryFeed {
 };
 
 
+// What the table counts, over some span of records.
+struct Tally {
+  std::array<ApiStats, kApiCount> api{};  // by ApiId
+  std::unordered_map<uint32_t, DeviceStats> device;  // by the record's name id
+  uint64_t consumed = 0, device_consumed = 0;
+  uint64_t first = UINT64_MAX, last = 0;  // earliest start, latest end of the calls (ticks)
+  uint64_t since_ns = 0;                  // monotonic, when its first record came (slices)
+  void add(const Tally& o);
+};
+
 struct SessionLimits {
-  size_t trace_max_events = 1000000;
   size_t mem_max_entries = 1000000;
+};
+
+// What a recording keeps for "nbRun" (chrome_trace.h), up to a bound: a run
+// with more steps or memory changes than this leaves them to the events.
+struct RunLog {
+  static constexpr size_t kMaxPoints = size_t(1) << 16;
+  static constexpr size_t kMaxSteps = size_t(1) << 16;
+  std::vector<MemoryPoint> points;
+  bool points_complete = true;
+  struct Step {
+    uint64_t number, start, end;  // ticks
+    uint32_t tid;
+  };
+  std::vector<Step> steps;
+  bool steps_complete = true;
 };
 
 class Session {
  public:
-  // With its own memory feed (the whole run is one window), or sharing the
-  // collector's, which then feeds it memory records itself.
-  explicit Session(const SessionLimits& limits)
-      : limits_(limits), feed_(std::make_shared<MemoryFeed>(limits.mem_max_entries)), own_feed_(true) {}
-  Session(const SessionLimits& limits, std::shared_ptr<MemoryFeed> shared)
-      : limits_(limits), feed_(std::move(shared)), own_feed_(false) {}
+  // `sink` receives the timeline's events as records come (null: none are
+  // built, as in tests of the statistics). With its own memory feed (the
+  // whole run is one recording), or sharing the collector's, which then
+  // feeds it memory records and points itself.
+  // `names`: the event names the sink reads too (null: its own, without
+  // kernel names).
+  explicit Session(const SessionLimits& limits, EventSink* sink = nullptr, const TraceSetup& setup = {},
+                   TraceNames* names = nullptr, std::shared_ptr<MemoryFeed> shared = nullptr);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void consume(const Record& r);
-  void consume(const DeviceRecord& d);
-  void consume(const CorrelationLink& l) { links_.push_back(l); }
+  // Device work, with the call it was joined to (join mode "order") or none.
+  void consume(const DeviceRecord& d, const CorrelationLink* link = nullptr);
+  void step(uint64_t number, uint64_t start, uint64_t end, uint32_t tid);
+  void memory_point(const MemoryPoint& p);
   void apply_memory(uint64_t horizon) { feed_->apply(horizon); }
   void apply_all_memory() { feed_->apply_all(); }
+  // A flight recorder forgets memory history, steps and curve points older
+  // than `ticks` (the live allocations stay).
+  void forget_before(uint64_t ticks);
   bool memory_pending() const { return feed_->pending(); }
   void note_thread(uint32_t tid, const char* name);
+  // The tick → time map of now, and monotonic now: each pass.
+  void advance(const TimeMap& time, uint64_t now_ns);
+  // The end of the recording: what the timeline still holds goes out.
+  void finish_timeline();
 
-  const RecordLog& records() const { return records_; }
+  // A flight recorder (NB_KEEP) keeps its statistics in slices and drops
+  // the oldest, as its trace does: cut_slice() starts a new one and keeps
+  // the newest `keep` (the current one included). The accessors below then
+  // sum the kept slices.
+  void cut_slice(size_t keep, uint64_t now_ns);
+  // When the oldest kept slice began (monotonic ns; 0 without slices).
+  uint64_t kept_since_ns() const { return slices_.empty() ? 0 : slices_.front().since_ns; }
+  // Every call of the run, kept or not.
+  uint64_t run_consumed() const { return run_consumed_; }
+
   // Indexed by ApiId; calls == 0 for APIs never called.
-  const std::array<ApiStats, kApiCount>& api_stats() const { return api_stats_; }
+  const std::array<ApiStats, kApiCount>& api_stats() const { return tally().api; }
   const MemoryTracker& memory() const { return feed_->tracker(); }
-  // NVTX ranges (Kind::Nvtx records), for user_annotation spans.
-  const std::vector<Record>& nvtx_ranges() const { return nvtx_; }
-  const ChunkedLog<DeviceRecord>& device_records() const { return device_; }
-  // Join mode "order": which host record made the call of a correlation id.
-  const std::vector<CorrelationLink>& correlation_links() const { return links_; }
   // Indexed by the record's name id.
-  const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return device_stats_; }
-  uint64_t device_consumed() const { return device_consumed_; }
-  uint64_t device_overflow() const { return device_overflow_; }
+  const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return tally().device; }
+  uint64_t device_consumed() const { return tally().device_consumed; }
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
-  uint64_t consumed() const { return consumed_; }
-  uint64_t trace_overflow() const { return trace_overflow_; }  // not in the timeline, still in the table
-  // Earliest start and latest end, in ticks.
-  uint64_t first() const { return first_; }
-  uint64_t last() const { return last_; }
+  uint64_t consumed() const { return tally().consumed; }
+  // Earliest start and latest end of the calls, in ticks.
+  uint64_t first() const { return tally().first; }
+  uint64_t last() const { return tally().last; }
+  void set_device(bool traced, CuptiJoin mode, bool handed_over) {
+    if (builder_) builder_->set_device(traced, mode, handed_over);
+  }
+  const TraceBuilder* timeline() const { return builder_.get(); }
+  TraceBuilder* timeline() { return builder_.get(); }
+  const RunLog& run_log() const { return run_; }
 
  private:
+  const Tally& tally() const;
   SessionLimits limits_;
-  RecordLog records_;
-  std::array<ApiStats, kApiCount> api_stats_{};
-  std::shared_ptr<MemoryFeed> feed_;
+  Tally cur_;                  // the whole run, or the current slice
+  std::deque<Tally> slices_;   // with slices: the older kept ones, oldest first
+  mutable Tally sum_;          // their sum with cur_, made when asked
+  mutable bool sum_valid_ = false;
+  uint64_t run_consumed_ = 0;
   bool own_feed_;
-  std::vector<Record> nvtx_;
-  ChunkedLog<DeviceRecord> device_;
-  std::vector<CorrelationLink> links_;
-  std::unordered_map<uint32_t, DeviceStats> device_stats_;
-  uint64_t device_consumed_ = 0;
-  uint64_t device_overflow_ = 0;
+  std::shared_ptr<MemoryFeed> feed_;
+  std::unique_ptr<TraceNames> own_names_;
+  std::unique_ptr<TraceBuilder> builder_;
+  RunLog run_;
   std::map<uint32_t, std::string> threads_;
-  uint64_t consumed_ = 0;
-  uint64_t trace_overflow_ = 0;
-  uint64_t first_ = UINT64_MAX;
-  uint64_t last_ = 0;
 };
 
 }  // namespace nb

@@ -53,7 +53,9 @@ StepPlan Collector::plan(uint64_t step) const {
 Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
   Window& w = windows_[n];
   if (!w.session) {
-    w.session = std::make_unique<Session>(SessionLimits{options_.trace_max_events, options_.mem_max_entries}, feed_);
+    w.rec = make_recording(feed_);
+    w.session = w.rec.session.get();
+    w.session->advance(pass_map_, monotonic_ns());
     if (capture_range_) {
       w.first_active = arm_step_ + 2 * rel_window - 1;
       w.active = 1;
@@ -70,8 +72,9 @@ Collector::Window& Collector::window(uint64_t n, uint64_t rel_window) {
 }
 
 void Collector::route(const Record& r) {
+  if (options_.census) note_for_census(r);
   if (!windowed_) {
-    session_.consume(r);
+    session_->consume(r);
     if (makes_device_work(r)) ++host_work_;
     note_for_join(r, 0);
     if (r.flags & record_flag::kStepEnd) note_step_end(r.step, r.end, r.tid);
@@ -105,7 +108,7 @@ void Collector::route(const Record& r) {
 
 void Collector::route(const DeviceRecord& d, bool last_try) {
   if (!windowed_) {
-    session_.consume(d);
+    session_->consume(d);
     ++device_got_;
     return;
   }
@@ -133,12 +136,10 @@ void Collector::note_for_join(const Record& r, uint64_t window) {
 }
 
 void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
+  const CorrelationLink link{l.host_id, d.correlation, l.host_tid, l.host_start_ns};
   if (!windowed_) {
-    session_.consume(d);
-    if (l.joined) {
-      session_.consume(CorrelationLink{l.host_id, d.correlation});
-      ++device_got_;
-    }
+    session_->consume(d, l.joined ? &link : nullptr);
+    if (l.joined) ++device_got_;
     return;
   }
   if (!l.joined) {
@@ -151,16 +152,24 @@ void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
     ++late_device_;  // its window is written already
     return;
   }
-  w->second.session->consume(d);
-  w->second.session->consume(CorrelationLink{l.host_id, d.correlation});
+  w->second.session->consume(d, &link);
   ++w->second.device_got;
 }
 
 void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
   ++steps_ended_;
+  if (!windowed_) {
+    // A ProfilerStep span from the previous step's end (the first from the
+    // first call). Only the previous end is needed.
+    auto prev = step == 0 ? step_ends_.end() : step_ends_.find(step - 1);
+    const uint64_t start = prev != step_ends_.end() ? prev->second.tick : session_->first();
+    session_->step(step, std::min(start, tick), tick, tid);
+    step_ends_.clear();
+    step_ends_[step] = StepEnd{tick, tid};
+    return;
+  }
   if (step_ends_.size() < kMaxStepEnds) step_ends_[step] = StepEnd{tick, tid};
   else ++step_ends_dropped_;
-  if (!windowed_) return;
   const StepPlan p = plan(step);
   if (p.action == StepAction::RecordAndSave) {
     const uint64_t n = window_base_ + p.window;
@@ -180,6 +189,20 @@ void Collector::note_step_end(uint64_t step, uint64_t tick, uint32_t tid) {
     w.complete = true;
     w.end_tick = last != step_ends_.end() ? last->second.tick : tick;
     w.close_at = std::chrono::steady_clock::now() + kCloseGrace;
+  }
+}
+
+void Collector::route_point(const MemoryPoint& p) {
+  // The window whose time the point falls in: from the end of the step
+  // before its first (or its first call) to the end of its last step (or
+  // open-ended while it records).
+  for (auto& [n, w] : windows_) {
+    const auto before = w.first_active == 0 ? step_ends_.end() : step_ends_.find(w.first_active - 1);
+    const uint64_t from = before != step_ends_.end() ? before->second.tick : w.session->first();
+    if (p.ticks < std::min(from, w.session->first())) continue;
+    if (w.complete && p.ticks > w.end_tick) continue;
+    w.session->memory_point(p);
+    return;
   }
 }
 
@@ -294,7 +317,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   // complete window still in its grace, else everything).
   feed_->apply(w.complete ? w.end_tick + 1 : UINT64_MAX);
   for (const auto& [tid, name] : thread_names_) w.session->note_thread(tid, name.c_str());
-  const Session& s = *w.session;
+  Session& s = *w.session;
   OutputContext ctx = current_context();
   ctx.prefix = context_.prefix + ".w" + std::to_string(n);
   const uint64_t from = w.first_active == 0 ? 0 : (step_ends_.count(w.first_active - 1) ? step_ends_.at(w.first_active - 1).tick
@@ -306,12 +329,13 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     const uint64_t last = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
     count = last > w.first_active ? last - w.first_active : 0;
   }
-  ctx.steps = step_spans(w.first_active, count, s.first());
+  const std::vector<OutputContext::StepSpan> steps = step_spans(w.first_active, count, s.first());
+  for (const OutputContext::StepSpan& st : steps) s.step(st.number, st.start, st.end, st.tid);
   if (!w.complete && w.active != 0) {
-    ctx.notes.push_back("Partial window: the program exited after " + std::to_string(ctx.steps.size()) + " of its " +
+    ctx.notes.push_back("Partial window: the program exited after " + std::to_string(steps.size()) + " of its " +
                         std::to_string(w.active) + " steps" +
-                        (ctx.steps.empty() ? std::string(" (no step ended: does NB_STEP match? `nbprof steps` lists markers)")
-                                           : std::string()));
+                        (steps.empty() ? std::string(" (no step ended: does NB_STEP match? `nbprof steps` lists markers)")
+                                       : std::string()));
   }
   if (options_.trigger == Trigger::Signal) {
     ctx.notes.push_back("Armed by SIGUSR2: allocations and frees made while nb was dormant are not in the snapshot");
@@ -327,7 +351,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   // the tail of the run (the calls after the last step): not worth a set of
   // files, unless no step ever ended, when the files and their note are how
   // the user learns that NB_STEP never matched.
-  const bool tail_only = at_exit && !w.complete && ctx.steps.empty() && steps_ended_ != 0;
+  const bool tail_only = at_exit && !w.complete && steps.empty() && steps_ended_ != 0;
   if (tail_only) log::debug("the calls after the last step are in no window");
   // Nothing more to record in this arming: hooks pass straight through, and
   // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good. Before
@@ -344,7 +368,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     if (tracer_) tracer_->pause();
     host_.go_dormant();
   }
-  if (!tail_only && (s.consumed() != 0 || !ctx.steps.empty())) write(s, std::move(ctx));
+  if (!tail_only && (s.consumed() != 0 || !steps.empty())) write(w.rec, std::move(ctx));
   last_written_ = std::max(last_written_, n);
   // The window's correlation ids stay until the next one is written, so
   // that its device records still coming are counted as late.

@@ -58,6 +58,11 @@ struct TimeMap {
     return mono_epoch0 + static_cast<int64_t>(mono_ns - mono0);
   }
   // Ticks → monotonic ns, to compare host records with CUPTI's times.
+  // The ticks of a monotonic time (the inverse of mono_ns).
+  uint64_t ticks_at_mono(uint64_t mono) const {
+    const double ns = static_cast<double>(epoch_from_mono(mono) - epoch0);
+    return tick0 + static_cast<uint64_t>(static_cast<int64_t>(ns / ns_per_tick));
+  }
   uint64_t mono_ns(uint64_t ticks) const { return mono0 + static_cast<uint64_t>(epoch_ns(ticks) - mono_epoch0); }
 
   int64_t epoch_ns(uint64_t ticks) const {

@@ -50,6 +50,7 @@ const std::vector<OptionInfo>& option_table() {
 #define NB_CHOICES_OF_Step(Enum) ""
 #define NB_CHOICES_OF_Bool(Enum) ""
 #define NB_CHOICES_OF_UInt(Enum) ""
+#define NB_CHOICES_OF_Duration(Enum) ""
 #define NB_CHOICES_OF_LogLevel(Enum) ""
   static const std::vector<OptionInfo>* table = new std::vector<OptionInfo>{
 #define NB_INFO(field, NAME, Type, def, lo, hi, Enum, help) {#NAME, #Type, def, lo, hi, NB_CHOICES_OF_##Type(Enum), help},
@@ -175,6 +176,14 @@ bool parse_typed(const std::string& s, const OptionInfo& info, uint64_t& out) {
 bool parse_typed(const std::string& s, const OptionInfo&, LogLevel& out) {
   return parse_log_level(s, out);
 }
+bool parse_typed(const std::string& s, const OptionInfo&, Duration& out) {
+  const std::string t = trim_lower(s);
+  if (t == "0") {
+    out.ns = 0;
+    return true;
+  }
+  return parse_duration_ns(t, out.ns);
+}
 
 std::string accepted(const OptionInfo& info) {
   const std::string t = info.type;
@@ -186,6 +195,7 @@ std::string accepted(const OptionInfo& info) {
     return "one of " + c;
   }
   if (t == "Path") return "a path";
+  if (t == "Duration") return "0 or a duration such as 500ms, 30s, 5m, 1h";
   if (t == "Step") return "kernel:REGEX, nvtx:NAME, sync, launches:N, time:DURATION or profiler-api";
   if (t == "UInt") {
     return "an integer from " + std::to_string(info.min) + " to " + std::to_string(info.max) +
@@ -226,8 +236,16 @@ std::string value_text(Enum v) { return choice_name(v); }
 std::string value_text(bool v) { return v ? "1" : "0"; }
 std::string value_text(uint64_t v) { return std::to_string(v); }
 std::string value_text(LogLevel v) { return log_level_name(v); }
+std::string value_text(Duration v) { return describe_duration(v); }
 
 }  // namespace
+
+std::string describe_duration(Duration v) {
+  if (v.ns == 0) return "0";
+  if (v.ns % 1000000000ull == 0) return std::to_string(v.ns / 1000000000ull) + "s";
+  if (v.ns % 1000000ull == 0) return std::to_string(v.ns / 1000000ull) + "ms";
+  return std::to_string(v.ns) + "ns";
+}
 
 Options parse_options(const EnvLookup& lookup, std::vector<std::string>& problems) {
   Options o;

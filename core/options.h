@@ -23,7 +23,13 @@ NB_CHOICE_ENUMS(NB_DECLARE_CHOICE)
 #undef NB_DECLARE_CHOICE
 #undef NB_ENUMERATOR
 
+// A length of time (NB_KEEP): "0" or a number with ns, us, ms, s, m or h.
+struct Duration {
+  uint64_t ns = 0;
+};
+
 struct Options {
+#define NB_FIELD_Duration(Enum) Duration
 #define NB_FIELD_String(Enum) std::string
 #define NB_FIELD_Path(Enum) std::string
 #define NB_FIELD_Step(Enum) StepMarker
@@ -35,6 +41,13 @@ struct Options {
   NB_OPTIONS(NB_DECLARE)
 #undef NB_DECLARE
 };
+
+// NB_KEEP makes the whole run one flight recording, which keeps its last
+// DURATION; with windows of their own (NB_ACTIVE, NB_STEP=profiler-api) it
+// does not apply (a window is already bounded by its steps).
+inline bool flight_recorder(const Options& o) {
+  return o.keep.ns != 0 && o.active == 0 && o.step.kind != StepMarker::Kind::ProfilerApi;
+}
 
 struct OptionInfo {
   const char* name;
@@ -61,6 +74,9 @@ bool parse_uint(const std::string& s, uint64_t min, uint64_t max, uint64_t& out)
 bool parse_log_level(const std::string& s, LogLevel& out);
 bool parse_choice(const std::string& s, const char* choices, std::string& out);
 const char* log_level_name(LogLevel l);
+
+// "30s", "500ms", "0": a duration as options take it.
+std::string describe_duration(Duration d);
 
 // Expands %p, %n and %% in an output prefix.
 std::string expand_prefix(const std::string& pattern, long pid, const std::string& program);

@@ -58,9 +58,16 @@
     "Memory history ring: newest entries kept in the snapshot's device_traces (64 bytes each)") \
   NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, ,                  \
     "Records per thread ring (rounded up to a power of two; 128 bytes each)")               \
-  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "1000000", 0, 1000000000, ,       \
-    "Host calls and device records each kept for the timeline (later ones still count in " \
-    "the table)")                                                                           \
+  NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "0", 0, 1000000000000, ,          \
+    "Most host calls in the timeline, 0 = all (the trace streams to disk as the run goes; " \
+    "calls past the limit still count in the table)")                                       \
+  NB_OPTION(compress, NB_COMPRESS, UInt, "1", 0, 9, ,                                        \
+    "The trace's gzip level: 1 (fastest) to 9; 0 = plain JSON, PREFIX.trace.json instead "  \
+    "of PREFIX.trace.json.gz")                                                              \
+  NB_OPTION(keep, NB_KEEP, Duration, "0", 0, 0, ,                                            \
+    "Flight recorder: keep only the last DURATION (e.g. 30s, 5m) of trace and memory "      \
+    "history, written at exit, on a terminating signal, or on each SIGUSR2 with "           \
+    "NB_TRIGGER=signal; 0 = the whole run")                                                 \
   NB_OPTION(print_table, NB_PRINT_TABLE, Bool, "1", 0, 0, ,                                \
     "Print the ranking table to stderr when recording ends")                                \
   NB_OPTION(table_sort, NB_TABLE_SORT, Choice, "device", 0, 0, TableSort,     \

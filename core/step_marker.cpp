@@ -33,6 +33,8 @@ bool parse_duration_ns(const std::string& text, uint64_t& ns) {
   else if (unit == "us") scale = 1e3;
   else if (unit == "ms") scale = 1e6;
   else if (unit == "s") scale = 1e9;
+  else if (unit == "m") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
   else return false;
   const double value = std::strtod(number.c_str(), nullptr) * scale;
   if (!(value >= 1) || value > 1e18) return false;

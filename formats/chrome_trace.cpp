@@ -1,9 +1,11 @@
 #include "formats/chrome_trace.h"
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <sstream>
 
+#include "formats/stack_text.h"
 #include "formats/text_encoding.h"
 
 namespace nb::formats {
@@ -60,22 +62,42 @@ void append_key(std::string& out, const char* key) {
   out += "\": ";
 }
 
+// Events are written without the spaces of the head: a long run has
+// millions of them.
+void append_compact_key(std::string& out, const char* key) {
+  out += '"';
+  append_json_escaped(out, key);
+  out += "\":";
+}
+
+void append_hex(std::string& out, uint64_t v) {
+  char buf[24];
+  const int n = std::snprintf(buf, sizeof buf, "\"0x%llx\"", static_cast<unsigned long long>(v));
+  out.append(buf, static_cast<size_t>(n));
+}
+
 void append_args(std::string& out, const std::vector<Arg>& args) {
   out += "{";
   bool first = true;
   for (const Arg& a : args) {
-    if (!first) out += ", ";
+    if (!first) out += ',';
     first = false;
-    append_key(out, a.key);
+    append_compact_key(out, a.key);
     switch (a.type) {
       case Arg::Type::Int: append_int(out, a.i); break;
       case Arg::Type::UInt: append_uint(out, a.u); break;
       case Arg::Type::Double: append_double(out, a.d); break;
       case Arg::Type::String: append_string(out, a.s); break;
+      case Arg::Type::View:
+        out += '"';
+        append_json_escaped(out, a.v);
+        out += '"';
+        break;
+      case Arg::Type::Hex: append_hex(out, a.u); break;
       case Arg::Type::Dim3:
         out += '[';
-        append_uint(out, a.dim[0]); out += ", ";
-        append_uint(out, a.dim[1]); out += ", ";
+        append_uint(out, a.dim[0]); out += ',';
+        append_uint(out, a.dim[1]); out += ',';
         append_uint(out, a.dim[2]);
         out += ']';
         break;
@@ -84,18 +106,19 @@ void append_args(std::string& out, const std::vector<Arg>& args) {
   out += "}";
 }
 
-void append_ts(std::string& out, const TraceData& t, uint64_t ts_ns) {
-  append_us_from_ns(out, static_cast<int64_t>(ts_ns - t.base_time_ns));
+void append_ts(std::string& out, uint64_t base_ns, uint64_t ts_ns) {
+  append_us_from_ns(out, static_cast<int64_t>(ts_ns - base_ns));
 }
+void append_ts(std::string& out, const TraceData& t, uint64_t ts_ns) { append_ts(out, t.base_time_ns, ts_ns); }
 
-// `, "pid": P, "tid": T, "ts": TS` of an event or a flow.
-void append_place(std::string& out, const TraceData& t, int64_t pid, int64_t tid, uint64_t ts_ns) {
-  out += ", \"pid\": ";
+// `,"pid":P,"tid":T,"ts":TS` of an event or a flow.
+void append_place(std::string& out, uint64_t base_ns, int64_t pid, int64_t tid, uint64_t ts_ns) {
+  out += ",\"pid\":";
   append_int(out, pid);
-  out += ", \"tid\": ";
+  out += ",\"tid\":";
   append_int(out, tid);
-  out += ", \"ts\": ";
-  append_ts(out, t, ts_ns);
+  out += ",\"ts\":";
+  append_ts(out, base_ns, ts_ns);
 }
 
 void append_device(std::string& out, const DeviceProperties& d) {
@@ -124,37 +147,48 @@ void append_run(std::string& out, const TraceData& t) {
   out += "  \"nbRun\": {\n    \"programEnd\": ";
   if (r.program_end_ns != 0) append_ts(out, t, static_cast<uint64_t>(r.program_end_ns));
   else out += "null";
-  out += ",\n    \"steps\": [";
-  for (size_t i = 0; i < r.steps.size(); ++i) {
-    const RunSummary::Step& s = r.steps[i];
-    out += i ? ", [" : "[";
-    append_uint(out, s.number);
-    out += ", ";
-    append_ts(out, t, static_cast<uint64_t>(s.start_ns));
-    out += ", ";
-    append_us_from_ns(out, static_cast<int64_t>(s.dur_ns));
-    out += ", ";
-    append_int(out, s.tid);
-    out += "]";
-  }
-  out += "],\n    \"memory\": [";
-  for (size_t d = 0; d < r.memory.size(); ++d) {
-    out += d ? ",\n      {\"device\": " : "\n      {\"device\": ";
-    append_int(out, r.memory[d].first);
-    out += ", \"points\": [";
-    const auto& points = r.memory[d].second;
-    for (size_t i = 0; i < points.size(); ++i) {
+  out += ",\n    \"steps\": ";
+  if (!r.steps_complete) {
+    out += "null";
+  } else {
+    out += "[";
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      const RunSummary::Step& s = r.steps[i];
       out += i ? ", [" : "[";
-      append_ts(out, t, static_cast<uint64_t>(points[i].ts_ns));
+      append_uint(out, s.number);
       out += ", ";
-      append_uint(out, points[i].allocated);
+      append_ts(out, t, static_cast<uint64_t>(s.start_ns));
       out += ", ";
-      append_uint(out, points[i].reserved);
+      append_us_from_ns(out, static_cast<int64_t>(s.dur_ns));
+      out += ", ";
+      append_int(out, s.tid);
       out += "]";
     }
-    out += "]}";
+    out += "]";
   }
-  out += r.memory.empty() ? "],\n" : "\n    ],\n";
+  out += ",\n    \"memory\": ";
+  if (!r.memory_complete) {
+    out += "null,\n";
+  } else {
+    out += "[";
+    for (size_t d = 0; d < r.memory.size(); ++d) {
+      out += d ? ",\n      {\"device\": " : "\n      {\"device\": ";
+      append_int(out, r.memory[d].first);
+      out += ", \"points\": [";
+      const auto& points = r.memory[d].second;
+      for (size_t i = 0; i < points.size(); ++i) {
+        out += i ? ", [" : "[";
+        append_ts(out, t, static_cast<uint64_t>(points[i].ts_ns));
+        out += ", ";
+        append_uint(out, points[i].allocated);
+        out += ", ";
+        append_uint(out, points[i].reserved);
+        out += "]";
+      }
+      out += "]}";
+    }
+    out += r.memory.empty() ? "],\n" : "\n    ],\n";
+  }
   out += "    \"teardown\": {\"frees\": ";
   append_uint(out, r.teardown_frees);
   out += ", \"bytes\": ";
@@ -200,43 +234,32 @@ void append_table(std::string& out, const RankingTable& t) {
   out += t.footer.notes.empty() ? "]}\n  },\n" : "\n    ]}\n  },\n";
 }
 
-// Writes in chunks so that a trace of millions of events never needs one
-// string of its full size.
-class ChunkedOut {
- public:
-  explicit ChunkedOut(std::ostream& os) : os_(os) { buf_.reserve(kChunk + 4096); }
-  ~ChunkedOut() { flush(); }
-  std::string& buf() { return buf_; }
-  void maybe_flush() { if (buf_.size() >= kChunk) flush(); }
-  void flush() { os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size())); buf_.clear(); }
+// Metadata ("M") event: `what` of (pid, tid) is {key: value}, value as
+// JSON text.
+void append_metadata(std::string& out, const char* what, int64_t pid, int64_t tid, const char* key,
+                     const std::string& value) {
+  out += "{\"name\":\"";
+  out += what;
+  out += "\",\"ph\":\"M\",\"ts\":0,\"pid\":";
+  append_int(out, pid);
+  out += ",\"tid\":";
+  append_int(out, tid);
+  out += ",\"args\":{";
+  append_compact_key(out, key);
+  out += value;
+  out += "}}";
+}
 
- private:
-  static constexpr size_t kChunk = 1 << 16;
-  std::ostream& os_;
-  std::string buf_;
-};
+std::string json_string(const std::string& s) {
+  std::string out;
+  append_string(out, s);
+  return out;
+}
 
 }  // namespace
 
-void write_chrome_trace(const TraceData& t, std::ostream& os) {
-  ChunkedOut co(os);
-  std::string& out = co.buf();
-
-  // Names are escaped once each, not once per event.
-  std::vector<std::string> names;
-  names.reserve(t.names.size());
-  for (const std::string& n : t.names) {
-    std::string e = "\"";
-    append_json_escaped(e, n);
-    e += '"';
-    names.push_back(std::move(e));
-  }
-  const auto name_of = [&](uint32_t i) -> const std::string& {
-    static const std::string kUnknown = "\"?\"";
-    return i < names.size() ? names[i] : kUnknown;
-  };
-
-  out += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
+std::string chrome_trace_head(const TraceData& t) {
+  std::string out = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
   for (size_t i = 0; i < t.devices.size(); ++i) {
     out += i ? ",\n    " : "\n    ";
     append_device(out, t.devices[i]);
@@ -253,87 +276,175 @@ void write_chrome_trace(const TraceData& t, std::ostream& os) {
   out += ",\n";
   append_table(out, t.table);
   if (t.run.present) append_run(out, t);
-  out += "  \"traceEvents\": [";
+  out += "  \"traceEvents\": [\n";
+  // The first element, so that every later one can begin with a comma.
+  const ProcessInfo first = t.processes.empty() ? ProcessInfo{0, "nb", 0} : t.processes.front();
+  append_metadata(out, "process_name", first.pid, 0, "name", json_string(first.name));
+  return out;
+}
 
-  bool first = true;
-  const auto begin_event = [&] {
-    out += first ? "\n  " : ",\n  ";
-    first = false;
-  };
+namespace {
 
-  // Metadata ("M") event: `what` of (pid, tid) is {key: value}.
-  const auto metadata = [&](const char* what, int64_t pid, int64_t tid, const char* key, auto&& value) {
-    begin_event();
-    out += "{\"name\": \"";
-    out += what;
-    out += "\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    append_int(out, pid);
-    out += ", \"tid\": ";
-    append_int(out, tid);
-    out += ", \"args\": {";
-    append_key(out, key);
-    value();
+// The track of the stacks' slices: above any thread id (< 2^22) and the
+// step tracks (2^29 + tid).
+constexpr int64_t kStackTrack = int64_t{1} << 30;
+
+// "stack N" slices, one per stack, with its frames as text: what Perfetto
+// shows (it reads no stackFrames from JSON); an event's "stack" argument N
+// finds its slice through the search box.
+void append_stack_slices(std::string& out, const TraceData& t) {
+  if (t.stacks.empty()) return;
+  const int64_t pid = t.processes.empty() ? 0 : t.processes.front().pid;
+  for (const auto& [id, stack] : t.stacks) {
+    out += ",\n{\"ph\":\"X\",\"cat\":\"call_stack\",\"name\":\"stack ";
+    append_uint(out, id);
+    out += '"';
+    append_place(out, t.base_time_ns, pid, kStackTrack, t.stacks_ts_ns);
+    out += ",\"dur\":0,\"args\":{\"frames\":";
+    append_string(out, trace_stack_text(stack));
     out += "}}";
+  }
+  out += ",\n";
+  append_metadata(out, "thread_name", pid, kStackTrack, "name", json_string("Call stacks (\"stack N\" of an event)"));
+}
+
+// "stackFrames": the stacks as a tree of frames, outermost at the root, for
+// chrome://tracing, which shows an event's "sf" as its stack. Each stack's
+// innermost frame has the stack's own id; the frames above are shared.
+void append_stack_frames(std::string& out, const TraceData& t) {
+  if (t.stacks.empty()) return;
+  std::map<std::pair<std::string, std::string>, std::string> nodes;  // (parent, name) → id
+  std::string body;
+  const auto add = [&](const std::string& id, const std::string& name, const std::string& parent) {
+    body += body.empty() ? "\n    " : ",\n    ";
+    append_string(body, id);
+    body += ": {\"name\": ";
+    append_string(body, name);
+    if (!parent.empty()) {
+      body += ", \"parent\": ";
+      append_string(body, parent);
+    }
+    body += "}";
   };
-  for (const ProcessInfo& p : t.processes) {
-    metadata("process_name", p.pid, 0, "name", [&] { append_string(out, p.name); });
-    metadata("process_sort_index", p.pid, 0, "sort_index", [&] { append_int(out, p.sort_index); });
+  for (const auto& [id, stack] : t.stacks) {
+    const std::vector<std::string> lines = trace_stack_lines(stack);  // innermost first
+    if (lines.empty()) continue;
+    std::string parent;
+    for (size_t i = lines.size() - 1; i > 0; --i) {
+      auto [it, added] = nodes.try_emplace({parent, lines[i]}, "f" + std::to_string(nodes.size() + 1));
+      if (added) add(it->second, lines[i], parent);
+      parent = it->second;
+    }
+    add(std::to_string(id), lines.front(), parent);
+  }
+  out += "  \"stackFrames\": {";
+  out += body;
+  out += "\n  },\n";
+}
+
+}  // namespace
+
+std::string chrome_trace_tail(const TraceData& t) {
+  std::string out;
+  append_stack_slices(out, t);
+  for (size_t i = 0; i < t.processes.size(); ++i) {
+    const ProcessInfo& p = t.processes[i];
+    if (i != 0) {  // the head has the first one's name
+      out += ",\n";
+      append_metadata(out, "process_name", p.pid, 0, "name", json_string(p.name));
+    }
+    out += ",\n";
+    append_metadata(out, "process_sort_index", p.pid, 0, "sort_index", std::to_string(p.sort_index));
   }
   for (const ThreadInfo& th : t.threads) {
-    metadata("thread_name", th.pid, th.tid, "name", [&] { append_string(out, th.name); });
-    metadata("thread_sort_index", th.pid, th.tid, "sort_index", [&] { append_int(out, th.sort_index); });
+    out += ",\n";
+    append_metadata(out, "thread_name", th.pid, th.tid, "name", json_string(th.name));
+    out += ",\n";
+    append_metadata(out, "thread_sort_index", th.pid, th.tid, "sort_index", std::to_string(th.sort_index));
   }
-
-  for (const Event& e : t.events) {
-    begin_event();
-    out += "{\"ph\": \"X\", \"cat\": \"";
-    out += category_name(e.cat);
-    out += "\", \"name\": ";
-    out += name_of(e.name);
-    append_place(out, t, e.pid, e.tid, e.ts_ns);
-    out += ", \"dur\": ";
-    append_us_from_ns(out, static_cast<int64_t>(e.dur_ns));
-    if (!e.args.empty()) {
-      out += ", \"args\": ";
-      append_args(out, e.args);
-    }
-    out += "}";
-    co.maybe_flush();
-  }
-
-  for (const Flow& f : t.flows) {
-    begin_event();
-    out += f.start ? "{\"ph\": \"s\", \"id\": " : "{\"ph\": \"f\", \"id\": ";
-    append_uint(out, f.id);
-    append_place(out, t, f.pid, f.tid, f.ts_ns);
-    out += f.start ? ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"
-                   : ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}";
-    co.maybe_flush();
-  }
-
-  for (const Counter& c : t.counters) {
-    begin_event();
-    out += "{\"ph\": \"C\", \"name\": ";
-    out += name_of(c.name);
-    out += ", \"pid\": ";
-    append_int(out, c.pid);
-    out += ", \"tid\": 0";
-    out += ", \"ts\": ";
-    append_ts(out, t, c.ts_ns);
-    out += ", \"args\": {";
-    for (size_t i = 0; i < c.values.size(); ++i) {
-      if (i) out += ", ";
-      append_key(out, c.values[i].first);
-      append_double(out, c.values[i].second);
-    }
-    out += "}}";
-    co.maybe_flush();
-  }
-
-  out += first ? "],\n" : "\n  ],\n";
+  out += "\n  ],\n";
+  append_stack_frames(out, t);
   out += "  \"traceName\": ";
   append_string(out, t.trace_name);
   out += "\n}\n";
+  return out;
+}
+
+const std::string& EventText::name(uint32_t i) {
+  static const std::string kUnknown = "\"?\"";
+  if (i >= escaped_.size()) {
+    if (i >= names_->size()) return kUnknown;
+    // Names are appended only: escape the new ones.
+    for (size_t k = escaped_.size(); k < names_->size(); ++k) escaped_.push_back(json_string((*names_)[k]));
+  }
+  return escaped_[i];
+}
+
+void EventText::event(std::string& out, const Event& e) {
+  out += ",\n{\"ph\":\"X\",\"cat\":\"";
+  out += category_name(e.cat);
+  out += "\",\"name\":";
+  if (e.label.empty()) out += name(e.name);
+  else append_string(out, e.label);
+  append_place(out, base_, e.pid, e.tid, e.ts_ns);
+  out += ",\"dur\":";
+  append_us_from_ns(out, static_cast<int64_t>(e.dur_ns));
+  if (e.stack != 0) {
+    out += ",\"sf\":";
+    append_uint(out, e.stack);
+  }
+  if (!e.args.empty()) {
+    out += ",\"args\":";
+    append_args(out, e.args);
+  }
+  out += "}";
+}
+
+void EventText::flow(std::string& out, const Flow& f) {
+  out += f.start ? ",\n{\"ph\":\"s\",\"id\":" : ",\n{\"ph\":\"f\",\"id\":";
+  append_uint(out, f.id);
+  append_place(out, base_, f.pid, f.tid, f.ts_ns);
+  out += f.start ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}";
+}
+
+void EventText::counter(std::string& out, const Counter& c) {
+  out += ",\n{\"ph\":\"C\",\"name\":";
+  out += name(c.name);
+  out += ",\"pid\":";
+  append_int(out, c.pid);
+  out += ",\"tid\":0,\"ts\":";
+  append_ts(out, base_, c.ts_ns);
+  out += ",\"args\":{";
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    if (i) out += ',';
+    append_compact_key(out, c.values[i].first);
+    append_double(out, c.values[i].second);
+  }
+  out += "}}";
+}
+
+void write_chrome_trace(const TraceData& t, std::ostream& os) {
+  std::string out = chrome_trace_head(t);
+  EventText text(t.base_time_ns, &t.names);
+  const auto flush = [&](bool always) {
+    if (!always && out.size() < (1u << 16)) return;  // a trace of millions of events is never one string
+    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    out.clear();
+  };
+  for (const Event& e : t.events) {
+    text.event(out, e);
+    flush(false);
+  }
+  for (const Flow& f : t.flows) {
+    text.flow(out, f);
+    flush(false);
+  }
+  for (const Counter& c : t.counters) {
+    text.counter(out, c);
+    flush(false);
+  }
+  out += chrome_trace_tail(t);
+  flush(true);
 }
 
 std::string chrome_trace_string(const TraceData& trace) {

@@ -25,16 +25,58 @@
 //     "programEnd": 1234.5,          main returned / exit / Python finalizing; null if not in this file
 //     "steps": [[N, ts, dur, tid], ...],                    the ProfilerStep#N spans
 //     "memory": [{"device": D, "points": [[ts, allocated, reserved], ...]}, ...],
+//                                    (either null when the run had more than it keeps:
+//                                     the events have them all)
 //     "teardown": {"frees": F, "bytes": B}                  freed after the program's end
 //   }
+// A trace is written in three pieces, so that its events can stream to disk
+// while a run goes on and the parts known only at the end still come first:
+//
+//   head   everything before the events, and the events array's first
+//          element (the process's name), so that every later element,
+//          wherever it was written, begins with ",\n";
+//   events one per line, each ",\n{...}" (EventText), in any order (viewers
+//          sort by time);
+//   tail   each call stack events refer to, once: a "stack N" slice with
+//          its frames (events carry "stack": N in their args), then thread
+//          and process names, the end of the array, "stackFrames" (the same
+//          stacks as a frame tree; events carry "sf": N), "traceName".
+//
+// head + events + tail is one JSON document whatever the events (none, or
+// the last hour's only).
 #pragma once
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "formats/trace_model.h"
 
 namespace nb::formats {
 
+// Everything up to and including the events array's first element (the
+// first process's process_name, or pid 0's when there is none). Uses every
+// field of `t` except events, flows, counters and threads.
+std::string chrome_trace_head(const TraceData& t);
+// The remaining process and thread metadata, the array's end and traceName.
+std::string chrome_trace_tail(const TraceData& t);
+
+// Events as text. `names` is read when an event's name is first used: it may
+// grow between calls (names are escaped once each and kept).
+class EventText {
+ public:
+  EventText(uint64_t base_time_ns, const std::vector<std::string>* names) : base_(base_time_ns), names_(names) {}
+  void event(std::string& out, const Event& e);
+  void flow(std::string& out, const Flow& f);
+  void counter(std::string& out, const Counter& c);
+
+ private:
+  const std::string& name(uint32_t i);
+  uint64_t base_;
+  const std::vector<std::string>* names_;
+  std::vector<std::string> escaped_;
+};
+
+// The whole document from `t`: head, events, flows, counters, tail.
 void write_chrome_trace(const TraceData& trace, std::ostream& out);
 std::string chrome_trace_string(const TraceData& trace);
 

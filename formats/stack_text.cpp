@@ -10,22 +10,29 @@ bool is_python(const Frame& f) {
 
 }  // namespace
 
-std::string trace_stack_text(const Stack& stack) {
+std::vector<std::string> trace_stack_lines(const Stack& stack) {
   bool python = false;
   for (const Frame& f : stack) python |= is_python(f);
-  std::string text;
-  size_t shown = 0, left = 0;
+  std::vector<std::string> lines;
+  size_t left = 0;
   for (const Frame& f : stack) {
     if (python && !is_python(f)) continue;
-    if (shown == kTraceStackFrames) {
+    if (lines.size() == kTraceStackFrames) {
       ++left;
       continue;
     }
-    if (!text.empty()) text += '\n';
-    text += f.name + " (" + f.filename + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ")";
-    ++shown;
+    lines.push_back(f.name + " (" + f.filename + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ")");
   }
-  if (left > 0) text += "\n\u2026 " + std::to_string(left) + " more";
+  if (left > 0) lines.push_back("\u2026 " + std::to_string(left) + " more");
+  return lines;
+}
+
+std::string trace_stack_text(const Stack& stack) {
+  std::string text;
+  for (const std::string& line : trace_stack_lines(stack)) {
+    if (!text.empty()) text += '\n';
+    text += line;
+  }
   return text;
 }
 

@@ -1,11 +1,10 @@
-// A stack as the short text a trace event carries (the `stack` argument that
-// Perfetto shows with the event). Short on purpose: every traced call has
-// one, so a generate() run's 160,000 allocations and frees with full
-// 70-frame stacks made a 500 MB trace; the memory snapshot keeps the full
-// stacks. Perfetto reads no shared stack table from JSON, so the text is it.
+// A stack as a trace shows it: the frames a reader of a timeline wants (the
+// memory snapshot keeps every frame). Each distinct stack is written once
+// per trace (chrome_trace.h), so the bound is for readability, not size.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "formats/snapshot_model.h"
 
@@ -15,7 +14,8 @@ namespace nb::formats {
 // Python frames in the stack, only those (the native frames under them are
 // the interpreter and the framework); otherwise the native ones. A last line
 // "… N more" says how many were left out.
-inline constexpr size_t kTraceStackFrames = 8;
-std::string trace_stack_text(const Stack& stack);
+inline constexpr size_t kTraceStackFrames = 32;
+std::vector<std::string> trace_stack_lines(const Stack& stack);
+std::string trace_stack_text(const Stack& stack);  // the lines, joined by newlines
 
 }  // namespace nb::formats

@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "formats/ranking_table.h"
+#include "formats/snapshot_model.h"
 
 namespace nb::formats {
 
@@ -26,8 +28,10 @@ enum class Category : uint8_t {
 const char* category_name(Category c);
 
 // One argument of an event. Keys are string literals (static storage).
+// `View` text is not copied: it must outlive the writing of its event (the
+// builder's name caches, string literals); `Hex` prints `u` as "0x...".
 struct Arg {
-  enum class Type : uint8_t { Int, UInt, Double, String, Dim3 };
+  enum class Type : uint8_t { Int, UInt, Double, String, View, Hex, Dim3 };
   const char* key = "";
   Type type = Type::Int;
   int64_t i = 0;
@@ -35,20 +39,26 @@ struct Arg {
   double d = 0;
   uint32_t dim[3] = {0, 0, 0};
   std::string s;
+  std::string_view v;
 
   static Arg integer(const char* k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
   static Arg uinteger(const char* k, uint64_t v) { Arg a; a.key = k; a.type = Type::UInt; a.u = v; return a; }
   static Arg real(const char* k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
   static Arg text(const char* k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
+  static Arg view(const char* k, std::string_view v) { Arg a; a.key = k; a.type = Type::View; a.v = v; return a; }
+  static Arg hex(const char* k, uint64_t v) { Arg a; a.key = k; a.type = Type::Hex; a.u = v; return a; }
   static Arg dim3(const char* k, uint32_t x, uint32_t y, uint32_t z) {
     Arg a; a.key = k; a.type = Type::Dim3; a.dim[0] = x; a.dim[1] = y; a.dim[2] = z; return a;
   }
 };
 
 // A complete ("X") event. `name` indexes TraceData::names so that a name used
-// by a million launches is stored and escaped once.
+// by a million launches is stored and escaped once; `label`, when not empty,
+// is the name instead (names used once, such as ProfilerStep#N).
 struct Event {
   uint32_t name = 0;
+  std::string label;
+  uint32_t stack = 0;  // a call stack in TraceData::stacks ("sf"), 0 = none
   Category cat = Category::CudaRuntime;
   int64_t pid = 0;
   int64_t tid = 0;
@@ -111,11 +121,13 @@ struct RunSummary {
     int64_t tid;
   };
   std::vector<Step> steps;
+  bool steps_complete = true;   // false: more steps than kept; "steps" is null (read the events)
   struct Point {
     int64_t ts_ns;
     uint64_t allocated, reserved;
   };
   std::vector<std::pair<int, std::vector<Point>>> memory;  // by device
+  bool memory_complete = true;  // false: more points than kept; "memory" is null (read the counters)
   uint64_t teardown_frees = 0, teardown_bytes = 0;
 };
 
@@ -130,6 +142,9 @@ struct TraceData {
   std::vector<Flow> flows;
   std::vector<Counter> counters;
   std::string trace_name;
+  // The call stacks events refer to (Event::stack), each written once.
+  std::vector<std::pair<uint32_t, Stack>> stacks;
+  uint64_t stacks_ts_ns = 0;  // where their slices sit on the timeline
   RankingTable table;  // written as "nbTable" (see chrome_trace.h)
   RunSummary run;      // written as "nbRun"
 };

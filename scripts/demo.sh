@@ -64,7 +64,7 @@ nbprof=$build/scripts/nbprof
 cat >&2 <<EOF
 
 nb demo: done. Open what it wrote:
-  $out.trace.json: the timeline (host calls on their threads, kernels, copies
+  $out.trace.json.gz: the timeline (host calls on their threads, kernels, copies
     and sets on their streams, an arrow from each call to its work)
       https://ui.perfetto.dev, "Open trace file"; or chrome://tracing, "Load"
   $out.memory.pickle: every device allocation and free, with its stack

@@ -7,6 +7,7 @@ packages=(
   build-essential meson ninja-build pkg-config  # build
   libunwind-dev libspdlog-dev libfmt-dev        # linked into the shim (static / header-only)
   libdw-dev                                    # elfutils headers; libdw itself is dlopen'ed to symbolize stacks
+  zlib1g-dev                                   # the trace's gzip (libz.a linked into the shim, hidden)
   nlohmann-json3-dev python3                    # nb-stats (header-only JSON); python3 builds nbprof and its man page
   python3-matplotlib                            # nbprof report's picture (the report itself needs python3 only)
   catch2                                        # tests (Catch2 v2 on Debian 12; python3's stdlib reads outputs)

@@ -3,15 +3,20 @@
 //
 //   nb-stats RUN [--sort device|host|calls|name] [--rows N]
 //
-// RUN is an output prefix (nb-demo reads nb-demo.trace.json; a window is
-// nb-demo.w1) or a trace's path. The table is the trace's "nbTable" key
-// (formats/chrome_trace.h), which comes before "traceEvents": the file is
-// read as a stream of JSON events and reading stops after the table, so a
+// RUN is an output prefix (nb-demo reads nb-demo.trace.json.gz, or
+// nb-demo.trace.json; a window is nb-demo.w1) or a trace's path. The table
+// is the trace's "nbTable" key (formats/chrome_trace.h), which comes before
+// "traceEvents": the file is read (through zlib, which reads plain text as
+// it is) as a stream of JSON events and reading stops after the table, so a
 // trace of millions of events is neither loaded nor read to its end.
 #include <sys/stat.h>
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <istream>
+#include <streambuf>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -43,18 +48,43 @@ bool ends_with(const std::string& s, const char* tail) {
   return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
 }
 
-// PREFIX.trace.json, or RUN itself when it names a file. A prefix whose run
-// was recorded in windows has no PREFIX.trace.json: the message names them.
+// PREFIX.trace.json.gz or PREFIX.trace.json (NB_COMPRESS=0), or RUN itself
+// when it names a file. A prefix whose run was recorded in windows has
+// neither: the message names the windows.
 std::string trace_path(const std::string& run) {
-  if (!ends_with(run, ".trace.json") && is_file(run + ".trace.json")) return run + ".trace.json";
+  const bool named = ends_with(run, ".trace.json") || ends_with(run, ".trace.json.gz");
+  if (!named) {
+    for (const char* ext : {".trace.json.gz", ".trace.json"}) {
+      if (is_file(run + ext)) return run + ext;
+    }
+  }
   if (is_file(run)) return run;
   std::string windows;
-  for (int w = 1; w <= 1000 && is_file(run + ".w" + std::to_string(w) + ".trace.json"); ++w) {
-    windows += (windows.empty() ? "" : ", ") + run + ".w" + std::to_string(w);
+  for (int w = 1; w <= 1000; ++w) {
+    const std::string win = run + ".w" + std::to_string(w);
+    if (!is_file(win + ".trace.json.gz") && !is_file(win + ".trace.json")) break;
+    windows += (windows.empty() ? "" : ", ") + win;
   }
-  if (!windows.empty()) fail("no " + run + ".trace.json; this run was recorded in windows: " + windows);
-  fail("no trace at " + (ends_with(run, ".trace.json") ? run : run + ".trace.json"));
+  if (!windows.empty()) fail("no " + run + ".trace.json.gz; this run was recorded in windows: " + windows);
+  fail("no trace at " + (named ? run : run + ".trace.json.gz (nor " + run + ".trace.json)"));
 }
+
+// A file read through zlib: gzip inflated, anything else as it is.
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(gzFile f) : f_(f) {}
+  int underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(f_, buf_, sizeof buf_);
+    if (n <= 0) return traits_type::eof();
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile f_;
+  char buf_[1 << 16];
+};
 
 // SAX events of the whole document; keeps only the value of the top-level
 // key "nbTable" (built as a json value) and stops the parse once it is read.
@@ -182,7 +212,7 @@ int main(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       std::printf("%s\n\nPrints the ranking table a run printed, again, from its trace. RUN is the\n"
-                  "output prefix (nb-demo: nb-demo.trace.json; a window: nb-demo.w1) or the\n"
+                  "output prefix (nb-demo: nb-demo.trace.json.gz; a window: nb-demo.w1) or the\n"
                   "trace's path. --sort and --rows default to the run's own (NB_TABLE_SORT,\n"
                   "NB_TABLE_ROWS); --rows 0 prints every row, as PREFIX.table.txt has them.\n",
                   kUsage);
@@ -209,11 +239,15 @@ int main(int argc, char** argv) {
   }
 
   const std::string path = trace_path(run);
-  std::FILE* file = std::fopen(path.c_str(), "rb");
+  gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) fail("cannot read " + path + ": " + std::strerror(errno));
   TableReader reader;
-  json::sax_parse(file, &reader);
-  std::fclose(file);
+  {
+    GzBuf buf(file);
+    std::istream in(&buf);
+    json::sax_parse(in, &reader);
+  }
+  gzclose(file);
   if (!reader.found) {
     if (!reader.error.empty()) fail(path + ": " + reader.error);
     fail(path + " has no ranking table (\"nbTable\"): it was not written by this version of nb");

@@ -84,7 +84,7 @@ steps of a loop, ranked, with the \fB\-\-step\fR value for each (also in
 \fBstats\fR \fIRUN\fR
 Prints the ranking table of a finished run again, from its trace: the table
 the run printed, with the same rows and figures. \fIRUN\fR is the output
-prefix (\fIRUN\fR.trace.json; a window's is \fIPREFIX\fR.w1) or the trace's
+prefix (\fIRUN\fR.trace.json.gz; a window's is \fIPREFIX\fR.w1) or the trace's
 path. \fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR and
 \fB\-\-rows\fR \fIN\fR change the order and the number of rows (default: the
 run's own; 0: every row, as \fIPREFIX\fR.table.txt has them).
@@ -128,7 +128,7 @@ one line naming the variable and the default is used.
 
 TAIL = r""".SH FILES
 .TP
-\fIPREFIX\fR.trace.json
+\fIPREFIX\fR.trace.json.gz
 The timeline: host calls on their threads, device work on its streams, an
 arrow from each call to the work it caused, device memory curves. Open it in
 Perfetto (https://ui.perfetto.dev) or chrome://tracing.
@@ -142,7 +142,7 @@ open it at https://pytorch.org/memory_viz, or read it with
 The ranking table, every row (standard error shows the first
 \fB\-\-table\-rows\fR).
 .TP
-\fIPREFIX\fR.w\fIN\fR.trace.json, .memory.pickle, .table.txt
+\fIPREFIX\fR.w\fIN\fR.trace.json.gz, .memory.pickle, .table.txt
 The same, per recording window (\fB\-\-active\fR).
 .TP
 \fIPREFIX\fR.memory.png

@@ -206,13 +206,19 @@ void init_state() {
   log::debug(choose_tick_source(true));
   log::debug("output prefix " + s.prefix);
   init_steps(s.step);
+  if (o.keep.ns != 0 && !flight_recorder(o)) {
+    log::warn("NB_KEEP does not apply to recording windows (NB_ACTIVE, NB_STEP=profiler-api): each window is written whole");
+  } else if (o.keep.ns != 0 && o.trigger == Trigger::Signal) {
+    log::info("flight recorder: each SIGUSR2 (kill -USR2 " + std::to_string(getpid()) + ") writes the last " +
+              describe_duration(o.keep) + " as <prefix>.d<N>.*");
+  }
   if (o.active != 0 && o.step.kind == StepMarker::Kind::None) {
     log::warn("NB_ACTIVE is set without NB_STEP: a step ends at each host-blocking synchronize (NB_STEP=sync); "
               "`nbprof steps -- COMMAND` suggests a marker");
   }
   if (!o.enable) {
     set_state(State::Disabled);
-  } else if (o.trigger == Trigger::Signal) {
+  } else if (o.trigger == Trigger::Signal && !flight_recorder(o)) {
     if (!trigger_installed()) {
       log::warn("NB_TRIGGER=signal: the program handles SIGUSR2 itself; nb stays dormant and records nothing");
     } else {

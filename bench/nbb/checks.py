@@ -15,10 +15,17 @@ LAUNCHES = ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaun
             "cuLaunchCooperativeKernel", "cudaLaunchCooperativeKernel")
 
 
+def resolve(path):
+    """nb writes PREFIX.trace.json.gz (PREFIX.trace.json with NB_COMPRESS=0):
+    either, for a path named either way."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return path + ".gz"
+    return path
+
+
 def load(path):
     """A JSON trace or a pickled snapshot, plain or gzipped."""
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
+    path = resolve(path)
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
         return pickle.load(f) if ".pickle" in path else json.load(f)
@@ -355,6 +362,7 @@ def trace_sizes(trace_path):
         k = (e.get("ph"), e.get("cat", ""))
         n[k] += 1
         size[k] += len(json.dumps(e, separators=(",", ":")))
+    trace_path = resolve(trace_path)
     lines = [f"{os.path.basename(trace_path)}: {os.path.getsize(trace_path) / 1e6:.1f} MB, {len(ev)} events"]
     lines += [f"  {k[0]} {k[1]:<14} {n[k]:>9} events {size[k] / 1e6:8.1f} MB  {size[k] // n[k]:>6} B/event"
               for k, _ in size.most_common(8)]

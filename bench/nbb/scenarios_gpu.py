@@ -1,6 +1,7 @@
 """Correctness on a real GPU (the GPU machine): what nb records of real
 programs, checked against the programs and against torch.profiler. Each
 check prints PASS or FAIL with what it saw (nbb/checks.py)."""
+import gzip
 import os
 import shlex
 import shutil
@@ -142,7 +143,8 @@ def trace_head(trace, head):
     """The part of a trace before its events (nbTable, nbRun...), closed as
     a trace with no events: what `nbprof report` reads, small enough to
     carry back from the GPU machine with the snapshot."""
-    with open(trace, "rb") as f:
+    trace = checks.resolve(trace)
+    with (gzip.open if trace.endswith(".gz") else open)(trace, "rb") as f:
         text = f.read(64 << 20)
     at = text.find(b'"traceEvents"')
     if at < 0:
@@ -264,7 +266,8 @@ def window_check(ctx, a):
             with open(ctx.path("signal.log"), "a") as f:
                 f.write(stdout + stderr + f"[exit {p.returncode}]\n")
             end_ns = int(next((l.split()[1] for l in stdout.splitlines() if l.startswith("end_ns")), "0"))
-            written = os.path.getmtime(ctx.path("t.w1.trace.json")) if os.path.exists(ctx.path("t.w1.trace.json")) else 0
+            t_trace = checks.resolve(ctx.path("t.w1.trace.json"))
+            written = os.path.getmtime(t_trace) if os.path.exists(t_trace) else 0
             ctx.say(f"window written {end_ns / 1e9 - written:.0f} s before the program ended; exit {p.returncode}")
         ctx.check(checks.window, ctx.path("t.w1.trace.json"), 8)
 
@@ -346,7 +349,7 @@ def demo(ctx, a):
     out = ctx.run([ctx.build.nbprof, "-o", ctx.path("demo"), "--", ctx.build.file("scripts", "nb-demo"), 200],
                   env=env, log="demo")
     ctx.say("PASS" if out.rc == 0 or ctx.dry else "FAIL", "nb-demo exit", out.rc)
-    for kind, suffix in (("trace", "trace.json"), ("snapshot", "memory.pickle")):
+    for kind, suffix in (("trace", "trace.json.gz"), ("snapshot", "memory.pickle")):
         r = ctx.run([ctx.python, os.path.join(ROOT, "test", "tools", "nbread.py"), kind, ctx.path(f"demo.{suffix}")],
                     log="nbread")
         ctx.say("PASS" if r.rc == 0 else "FAIL", f"nbread.py {kind}")

@@ -5,7 +5,7 @@ was live at the program's end, and the verdicts (sawtooth, leak,
 fragmentation) with the numbers behind them; and one picture of allocated
 and reserved bytes over time (PREFIX.memory.png, or --out PATH).
 
-RUN is the output prefix (PREFIX.memory.pickle and PREFIX.trace.json; a
+RUN is the output prefix (PREFIX.memory.pickle and PREFIX.trace.json.gz; a
 window is PREFIX.w1) or one of the run's files. --json prints the same
 facts as JSON instead of text. Exit status 2 when the run cannot be read.
 """

@@ -1,18 +1,23 @@
 """Finding and reading a run's files: the memory snapshot (pickle) and what
 the report needs of the Chrome trace.
 
-The trace's own summary, the top-level key "nbRun" (steps, memory curves,
-the program's end), comes before "traceEvents", so the trace is read only up
-to there: a trace of millions of events is neither loaded nor read to its
-end. A trace without "nbRun" (an older run) is scanned for its memory
-counters and ProfilerStep spans instead: slower, same answer.
+The trace (PREFIX.trace.json.gz, or .trace.json when written plain) is read
+through gzip as a stream. Its own summary, the top-level key "nbRun" (steps,
+memory curves, the program's end), comes before "traceEvents", so the trace
+is read only up to there: a trace of millions of events is neither loaded
+nor read to its end. Where the summary has no steps or memory points (null:
+the run had more than it keeps), or a trace has no "nbRun" (an older run),
+the events are scanned for memory counters and ProfilerStep spans instead:
+slower, same answer.
 """
 import codecs
+import gzip
 import json
 import os
 import pickle
 
-SUFFIXES = (".trace.json", ".memory.pickle", ".table.txt", ".memory.png")
+SUFFIXES = (".trace.json.gz", ".trace.json", ".memory.pickle", ".table.txt", ".memory.png")
+TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")  # NB_COMPRESS=0 writes the second
 COUNTER = "Device memory (bytes)"
 
 
@@ -28,21 +33,27 @@ def resolve(run):
         if run.endswith(suffix) and os.path.isfile(run):
             prefix = run[: -len(suffix)]
             break
-    trace = prefix + ".trace.json"
+    trace = next((prefix + t for t in TRACE_SUFFIXES if os.path.isfile(prefix + t)), None)
     snapshot = prefix + ".memory.pickle"
-    trace = trace if os.path.isfile(trace) else None
     snapshot = snapshot if os.path.isfile(snapshot) else None
     if trace is None and snapshot is None:
         windows = []
         n = 1
         while n <= 1000 and (os.path.isfile(f"{prefix}.w{n}.memory.pickle") or
-                             os.path.isfile(f"{prefix}.w{n}.trace.json")):
+                             any(os.path.isfile(f"{prefix}.w{n}{t}") for t in TRACE_SUFFIXES)):
             windows.append(f"{prefix}.w{n}")
             n += 1
         if windows:
             raise RunError(f"no {prefix}.memory.pickle; this run was recorded in windows: " + ", ".join(windows))
-        raise RunError(f"no run at {prefix} (no {prefix}.memory.pickle or {prefix}.trace.json)")
+        raise RunError(f"no run at {prefix} (no {prefix}.memory.pickle or {prefix}.trace.json.gz)")
     return prefix, trace, snapshot
+
+
+def open_trace(path, mode="rb"):
+    """A trace file, gzip (.gz) or plain, as a file object."""
+    if path.endswith(".gz"):
+        return gzip.open(path, mode, encoding="utf-8") if "b" not in mode else gzip.open(path, mode)
+    return open(path, mode, encoding="utf-8") if "b" not in mode else open(path, mode)
 
 
 def read_snapshot(path):
@@ -93,7 +104,7 @@ def read_trace_head(path):
     as a dict, and whether "traceEvents" was reached."""
     decoder = json.JSONDecoder()
     head = {}
-    with open(path, "rb") as f:
+    with open_trace(path) as f:
         r = _Reader(f)
         pos = _skip_ws(r, 0)
         if pos >= len(r.text) or r.text[pos] != "{":
@@ -141,7 +152,7 @@ def scan_trace_events(path):
     that mention them are parsed; a trace laid out otherwise is loaded whole."""
     steps, curves = [], {}
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_trace(path, "rt") as f:
             for line in f:
                 if COUNTER not in line and "ProfilerStep#" not in line:
                     continue
@@ -149,12 +160,12 @@ def scan_trace_events(path):
                 if not text.startswith("{"):
                     raise ValueError("not one event per line")
                 _take_event(json.loads(text), steps, curves)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, OSError, EOFError):
         steps, curves = [], {}
         try:
-            with open(path, encoding="utf-8") as f:
+            with open_trace(path, "rt") as f:
                 doc = json.load(f)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, OSError, EOFError) as e:
             raise RunError(f"{path}: not valid JSON: {e}") from None
         for ev in doc.get("traceEvents", []):
             if isinstance(ev, dict):
@@ -200,8 +211,15 @@ class Run:
                 if isinstance(d, dict) and "id" in d:
                     self.device_total[d["id"]] = d.get("totalGlobalMem")
             if isinstance(head.get("nbRun"), dict):
-                self.nb_run = head["nbRun"]
+                self.nb_run = dict(head["nbRun"])
                 self.has_nb_run = True
+                if self.nb_run.get("steps") is None or self.nb_run.get("memory") is None:
+                    # More steps or memory points than the summary keeps: the
+                    # events have them all.
+                    scanned = scan_trace_events(trace_path)
+                    for key in ("steps", "memory"):
+                        if self.nb_run.get(key) is None:
+                            self.nb_run[key] = scanned[key]
             else:
                 self.nb_run = scan_trace_events(trace_path)
         if self.base_us is None:

@@ -53,7 +53,7 @@ Recorded run_recorded(const TempDir& dir, const std::string& program_name, const
   argv.insert(argv.end(), args.begin(), args.end());
   r.run = run(argv, env, dir.path());
   r.files = list_dir(dir.path());
-  if (file_exists(dir.file("out.trace.json"))) r.trace = nbread("trace", dir.file("out.trace.json"));
+  if (file_exists(dir.file("out.trace.json.gz"))) r.trace = nbread("trace", dir.file("out.trace.json.gz"));
   if (file_exists(dir.file("out.memory.pickle"))) r.snapshot = nbread("snapshot", dir.file("out.memory.pickle"));
   r.table = read_file(dir.file("out.table.txt"));
   return r;
@@ -63,6 +63,16 @@ std::vector<nlohmann::json> host_calls(const nlohmann::json& trace) {
   std::vector<nlohmann::json> out;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "X" && (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver")) out.push_back(e);
+  }
+  return out;
+}
+
+std::map<uint64_t, std::string> stack_texts(const nlohmann::json& trace) {
+  std::map<uint64_t, std::string> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "call_stack") continue;
+    const std::string name = e["name"];
+    out[std::stoull(name.substr(name.find(' ') + 1))] = e["args"]["frames"].get<std::string>();
   }
   return out;
 }

@@ -42,4 +42,8 @@ Recorded run_recorded(const TempDir& dir, const std::string& program_name,
 // The host-call events ("X", cat cuda_runtime / cuda_driver) of a trace.
 std::vector<nlohmann::json> host_calls(const nlohmann::json& trace);
 
+// Stack id → its frames as text, one per line, from the trace's "stack N"
+// slices (an event's args.stack is the id).
+std::map<uint64_t, std::string> stack_texts(const nlohmann::json& trace);
+
 }  // namespace nbtest

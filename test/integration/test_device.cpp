@@ -274,7 +274,7 @@ TEST_CASE("stream capture begun while nb was dormant: its calls are still known 
       const auto run = nbtest::run({nbtest::program("capture"), mode, "raise"}, env, dir.path(), 60);
       INFO(run.err);
       REQUIRE(run.exit_code == 0);
-      const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json"));
+      const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json.gz"));
       check_capture_trace(trace, {{2, 15}, {3, 5}, {4, 4}, {5, 3}});
       CHECK(nbtest::read_file(dir.file("out.w1.table.txt")).find("with no device record") == std::string::npos);
     }

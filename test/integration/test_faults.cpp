@@ -106,7 +106,7 @@ TEST_CASE("stderr a pipe its parent reads only after stdout, already 63 KB full:
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   // The files are written all the same; what did not fit on stderr is counted.
-  CHECK(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("out.trace.json.gz")));
   CHECK(nbtest::read_file(dir.file("out.table.txt")).find("cuLaunchKernel") != std::string::npos);
 }
 
@@ -151,13 +151,13 @@ TEST_CASE("a hard link or a symlink planted at <name>.partial is never written t
       nbtest::TempDir dir;
       const std::string victim = dir.file("victim");
       nbtest::write_file(victim, "precious");
-      const std::string planted = dir.file("out.trace.json.partial");
+      const std::string planted = dir.file("out.trace.json.gz.partial");
       REQUIRE((hard ? link(victim.c_str(), planted.c_str()) : symlink(victim.c_str(), planted.c_str())) == 0);
       const auto r = hostile(dir, {"work"}, env_for(dir));
       INFO(r.err);
       CHECK(r.exit_code == 0);
       CHECK(nbtest::read_file(victim) == "precious");
-      CHECK(launches_in(dir.file("out.trace.json")) == 50);  // written beside it, under another temporary name
+      CHECK(launches_in(dir.file("out.trace.json.gz")) == 50);  // written beside it, under another temporary name
     }
   }
 }
@@ -179,20 +179,20 @@ TEST_CASE("NB_OVERWRITE=1 replaces an output by rename: other hard links to the 
 TEST_CASE("a file that cannot be written leaves nothing under its final name, and 'exists' says what to do",
           "[integration][faults]") {
   nbtest::TempDir dir;
-  // 240 characters: <name>.trace.json fits NAME_MAX (255), <name>.trace.json.partial does not.
+  // 240 characters: <name>.trace.json.gz fits NAME_MAX (255), <name>.trace.json.gz.partial does not.
   const std::string name(240, 'n');
   const auto r = hostile(dir, {"work"}, env_for(dir, name));
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  for (const char* ext : {".trace.json", ".memory.pickle", ".table.txt"}) CHECK_FALSE(nbtest::file_exists(dir.file(name + ext)));
+  for (const char* ext : {".trace.json.gz", ".memory.pickle", ".table.txt"}) CHECK_FALSE(nbtest::file_exists(dir.file(name + ext)));
   CHECK(count_of(r.err, "not written") == 3);
   // An output already there: kept, and the line says how to replace it.
   nbtest::TempDir dir2;
-  nbtest::write_file(dir2.file("out.trace.json"), "kept");
+  nbtest::write_file(dir2.file("out.trace.json.gz"), "kept");
   const auto again = hostile(dir2, {"work"}, env_for(dir2));
   CHECK(again.exit_code == 0);
-  CHECK(nbtest::read_file(dir2.file("out.trace.json")) == "kept");
-  CHECK(again.err.find("out.trace.json exists; not overwritten (NB_OVERWRITE=1") != std::string::npos);
+  CHECK(nbtest::read_file(dir2.file("out.trace.json.gz")) == "kept");
+  CHECK(again.err.find("out.trace.json.gz exists; not overwritten (NB_OVERWRITE=1") != std::string::npos);
 }
 
 TEST_CASE("a forked child of a process that never used CUDA records on its own, under its own pid",
@@ -201,7 +201,7 @@ TEST_CASE("a forked child of a process that never used CUDA records on its own, 
   const auto r = hostile(dir, {"fork_first"}, env_for(dir, "out-%p"));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto traces = files_ending(dir, ".trace.json");
+  const auto traces = files_ending(dir, ".trace.json.gz");
   REQUIRE(traces.size() == 1);  // the child's; the parent made no CUDA call
   CHECK(launches_in(dir.file(traces[0])) == 50);
 }
@@ -212,7 +212,7 @@ TEST_CASE("a forked child of a process that used CUDA is not recorded, and says 
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(count_of(r.err, "a forked child") == 1);
-  const auto traces = files_ending(dir, ".trace.json");
+  const auto traces = files_ending(dir, ".trace.json.gz");
   REQUIRE(traces.size() == 1);
   CHECK(launches_in(dir.file(traces[0])) == 50);  // the parent's only
 }
@@ -223,15 +223,15 @@ TEST_CASE("exec: the image being replaced writes its files first, under <prefix>
     const auto r = hostile(dir, {"exec_self"}, env_for(dir));
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK(launches_in(dir.file("out.exec.trace.json")) == 50);  // the first image
-    CHECK(launches_in(dir.file("out.trace.json")) == 50);       // the second
+    CHECK(launches_in(dir.file("out.exec.trace.json.gz")) == 50);  // the first image
+    CHECK(launches_in(dir.file("out.trace.json.gz")) == 50);       // the second
   }
   SECTION("an exec that fails: the program carries on as without nb") {
     nbtest::TempDir dir;
     const auto r = hostile(dir, {"exec_fail"}, env_for(dir));
     INFO(r.err);
     CHECK(r.exit_code == 0);
-    CHECK(launches_in(dir.file("out.exec.trace.json")) == 50);
+    CHECK(launches_in(dir.file("out.exec.trace.json.gz")) == 50);
     CHECK(r.err.find("should the exec fail") != std::string::npos);
   }
   SECTION("vfork + exec: the child leaves the parent's recording alone") {
@@ -239,8 +239,8 @@ TEST_CASE("exec: the image being replaced writes its files first, under <prefix>
     const auto r = hostile(dir, {"vfork_exec"}, env_for(dir));
     INFO(r.err);
     CHECK(r.exit_code == 0);
-    CHECK_FALSE(nbtest::file_exists(dir.file("out.exec.trace.json")));
-    CHECK(launches_in(dir.file("out.trace.json")) == 60);
+    CHECK_FALSE(nbtest::file_exists(dir.file("out.exec.trace.json.gz")));
+    CHECK(launches_in(dir.file("out.trace.json.gz")) == 60);
   }
 }
 
@@ -259,7 +259,7 @@ TEST_CASE("two copies of the shim in LD_PRELOAD: the second stays out of the way
   CHECK(r.exit_code == 0);
   CHECK(count_of(r.err, "another copy of libnb_shim.so is loaded first") == 1);
   CHECK(r.err.find("exists") == std::string::npos);
-  CHECK(launches_in(dir.file("out.trace.json")) == 50);
+  CHECK(launches_in(dir.file("out.trace.json.gz")) == 50);
 }
 
 TEST_CASE("threads that go on launching while the program exits: not recorded, counted, and exit is not held up",

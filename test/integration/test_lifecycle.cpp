@@ -39,11 +39,11 @@ TEST_CASE("outputs go to NB_OUT, the table to stderr, and say where they are", "
   nbtest::TempDir dir;
   const auto r = nbtest::run_recorded(dir, "paths", {dir.file("manifest")});
   REQUIRE(r.run.exit_code == 0);
-  for (const char* f : {"out.trace.json", "out.memory.pickle", "out.table.txt"}) {
+  for (const char* f : {"out.trace.json.gz", "out.memory.pickle", "out.table.txt"}) {
     CHECK(std::find(r.files.begin(), r.files.end(), f) != r.files.end());
   }
   CHECK(r.run.err.find("Self Host") != std::string::npos);
-  CHECK(r.run.err.find("nb: wrote " + dir.file("out.trace.json")) != std::string::npos);
+  CHECK(r.run.err.find("nb: wrote " + dir.file("out.trace.json.gz")) != std::string::npos);
   CHECK(r.table.find("cuLaunchKernel") != std::string::npos);
   CHECK(r.table.find("dropped: 0") != std::string::npos);
 }
@@ -59,19 +59,19 @@ TEST_CASE("a bad NB_* value gives one line and the default; the program runs on"
 
 TEST_CASE("existing output files are kept unless NB_OVERWRITE=1", "[integration][lifecycle]") {
   nbtest::TempDir dir;
-  nbtest::write_file(dir.file("out.trace.json"), "precious");
+  nbtest::write_file(dir.file("out.trace.json.gz"), "precious");
   const auto env = nbtest::shim_env(dir.file("out"));
   auto r = nbtest::run({nbtest::program("paths"), dir.file("manifest")}, env, dir.path());
   REQUIRE(r.exit_code == 0);
-  CHECK(nbtest::read_file(dir.file("out.trace.json")) == "precious");
+  CHECK(nbtest::read_file(dir.file("out.trace.json.gz")) == "precious");
   CHECK(r.err.find("exists; not overwritten") != std::string::npos);
   CHECK(nbtest::file_exists(dir.file("out.memory.pickle")));  // the others are written
   auto env2 = env;
   env2["NB_OVERWRITE"] = "1";
   r = nbtest::run({nbtest::program("paths"), dir.file("manifest")}, env2, dir.path());
   REQUIRE(r.exit_code == 0);
-  CHECK(nbtest::read_file(dir.file("out.trace.json")) != "precious");
-  nbtest::nbread("trace", dir.file("out.trace.json"));
+  CHECK(nbtest::read_file(dir.file("out.trace.json.gz")) != "precious");
+  nbtest::nbread("trace", dir.file("out.trace.json.gz"));
 }
 
 TEST_CASE("NB_OUT expands %p and %n and creates missing directories", "[integration][lifecycle]") {
@@ -81,7 +81,7 @@ TEST_CASE("NB_OUT expands %p and %n and creates missing directories", "[integrat
   REQUIRE(r.exit_code == 0);
   const auto files = nbtest::list_dir(dir.file("sub/dir"));
   REQUIRE(files.size() == 3);
-  CHECK(std::regex_match(files[0], std::regex("run-paths-[0-9]+\\.(trace\\.json|memory\\.pickle|table\\.txt)")));
+  CHECK(std::regex_match(files[0], std::regex("run-paths-[0-9]+\\.(trace\\.json\\.gz|memory\\.pickle|table\\.txt)")));
 }
 
 TEST_CASE("NB_ENABLE=0: calls pass through, nothing is written", "[integration][lifecycle]") {
@@ -146,7 +146,7 @@ TEST_CASE("stderr on a pipe whose reader is gone: the exit status stays the prog
   auto env = nbtest::shim_env(dir.file("out"));
   const auto r = nbtest::run({"/bin/bash", "-c", cmd}, env, dir.path());
   CHECK(r.out == "status 0\n");
-  CHECK(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("out.trace.json.gz")));
 }
 
 TEST_CASE("a library linked against another runtime major keeps its own runtime", "[integration][hostile]") {
@@ -161,7 +161,7 @@ TEST_CASE("a library linked against another runtime major keeps its own runtime"
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "runtime 12 answered 0xc00, runtime 13 answered 0xd00\n");
-  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   CHECK(nbtest::host_calls(trace).size() == 1);  // the major-13 client's cudaMalloc
 }
 
@@ -231,12 +231,12 @@ TEST_CASE("a signal delivered twice (timeout, a launcher forwarding Ctrl-C): the
                                    : nbtest::run({"/usr/bin/timeout", "1", prog, "spin", "20000"}, env, dir.path());
         INFO(run.err);
         CHECK(run.exit_code == (forwarded ? 0 : 124));  // the worker died of SIGINT / timeout saw its child end
-        for (const char* ext : {".trace.json", ".memory.pickle", ".table.txt"}) {
+        for (const char* ext : {".trace.json.gz", ".memory.pickle", ".table.txt"}) {
           CHECK(nbtest::file_exists(dir.file(std::string("out") + ext)));
         }
         for (const auto& f : nbtest::list_dir(dir.path())) CHECK(f.find(".partial") == std::string::npos);
-        if (nbtest::file_exists(dir.file("out.trace.json"))) {
-          CHECK(nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json"))).size() >= 20000);
+        if (nbtest::file_exists(dir.file("out.trace.json.gz"))) {
+          CHECK(nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json.gz"))).size() >= 20000);
         }
       }
     }

@@ -234,11 +234,14 @@ TEST_CASE("stacks: NB_STACKS=all puts each call's stack on its trace event", "[i
   const int leak_line = source_line("memory.cpp", "CHECK_CU(cudaMalloc(&g_leak");
   size_t with_stack = 0, calls = 0;
   bool leak_seen = false;
+  const auto stacks = nbtest::stack_texts(r.trace);
   for (const auto& e : nbtest::host_calls(r.trace)) {
     ++calls;
     if (!e["args"].contains("stack")) continue;
     ++with_stack;
-    const std::string s = e["args"]["stack"];
+    // Each stack is written once; events refer to it by id.
+    REQUIRE(stacks.count(e["args"]["stack"].get<uint64_t>()));
+    const std::string s = stacks.at(e["args"]["stack"].get<uint64_t>());
     if (s.find("memory.cpp:" + std::to_string(leak_line) + ")") != std::string::npos) leak_seen = true;
   }
   CHECK(calls > 0);
@@ -360,7 +363,7 @@ TEST_CASE("the program's end: a Python leak is live in the snapshot, teardown fr
   CHECK(table.find("live at end 50331648 B") != std::string::npos);
   CHECK(table.find("Freed during teardown (after the program's end, not in \"live at end\"): 24 allocations, 50331648 B") !=
         std::string::npos);
-  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   int teardown_calls = 0;
   for (const auto& e : trace["traceEvents"]) teardown_calls += e.contains("args") && e["args"].value("teardown", 0) == 1;
   CHECK(teardown_calls == 24);

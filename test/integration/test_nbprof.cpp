@@ -45,7 +45,7 @@ TEST_CASE("nbprof runs a program under the shim and writes its files", "[integra
                              env, dir.path());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("out.trace.json.gz")));
   CHECK(nbtest::file_exists(dir.file("out.memory.pickle")));
   CHECK(nbtest::file_exists(dir.file("out.table.txt")));
 }
@@ -73,7 +73,7 @@ TEST_CASE("nbprof steps suggests the kernel that ends each step", "[integration]
   e["NB_PRINT_TABLE"] = "0";
   const auto w = nbtest::run({nbtest::program("steps"), "10"}, e, dir.path());
   REQUIRE(w.exit_code == 0);
-  CHECK(nbtest::file_exists(dir.file("out.w1.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("out.w1.trace.json.gz")));
 }
 
 namespace {
@@ -111,7 +111,7 @@ TEST_CASE("nbprof stats prints the table the run printed, from its trace", "[int
   REQUIRE(again.exit_code == 0);
   CHECK(again.out == printed);
   // Every row: the table file; the trace's path works as well as the prefix.
-  const auto all = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.trace.json"), "--rows", "0"});
+  const auto all = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.trace.json.gz"), "--rows", "0"});
   REQUIRE(all.exit_code == 0);
   CHECK(all.out == nbtest::read_file(dir.file("out.table.txt")));
   // Another order and number of rows.
@@ -128,14 +128,14 @@ TEST_CASE("nbprof stats prints the table the run printed, from its trace", "[int
   CHECK(no_run.err.find("nbprof stats: which run?") != std::string::npos);
   const auto missing = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("nothere")});
   CHECK(missing.exit_code != 0);
-  CHECK(missing.err.find("no trace at " + dir.file("nothere.trace.json")) != std::string::npos);
+  CHECK(missing.err.find("no trace at " + dir.file("nothere.trace.json.gz")) != std::string::npos);
   const auto bad_sort = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--sort", "speed"});
   CHECK(bad_sort.exit_code != 0);
   CHECK(bad_sort.err.find("unknown sort 'speed'") != std::string::npos);
   const auto bad_option = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--colour"});
   CHECK(bad_option.exit_code != 0);
   CHECK(bad_option.err.find("unknown option --colour") != std::string::npos);
-  nbtest::write_file(dir.file("other.trace.json"), "{\"traceEvents\": []}");
+  nbtest::write_file(dir.file("other.trace.json.gz"), "{\"traceEvents\": []}");
   const auto foreign = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("other")});
   CHECK(foreign.exit_code != 0);
   CHECK(foreign.err.find("has no ranking table") != std::string::npos);
@@ -148,7 +148,7 @@ TEST_CASE("nbprof stats reads a window's trace; the prefix alone names the windo
                              fake_env(), dir.path());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  REQUIRE(nbtest::file_exists(dir.file("out.w1.trace.json")));
+  REQUIRE(nbtest::file_exists(dir.file("out.w1.trace.json.gz")));
   const auto window = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.w1")});
   INFO(window.err);
   REQUIRE(window.exit_code == 0);
@@ -197,10 +197,10 @@ TEST_CASE("nbprof stops before starting the program if its outputs exist", "[int
   CHECK(nbtest::read_file(dir.file("sub/out.table.txt")) == "an earlier run's\n");
 
   // A window's file of an earlier run counts too.
-  nbtest::write_file(dir.file("win.w3.trace.json"), "{}");
+  nbtest::write_file(dir.file("win.w3.trace.json.gz"), "{}");
   const auto w = device_run({"-o", "win"});
   CHECK(w.exit_code == 2);
-  CHECK(w.err.find(dir.file("win.w3.trace.json") + " exists") != std::string::npos);
+  CHECK(w.err.find(dir.file("win.w3.trace.json.gz") + " exists") != std::string::npos);
   CHECK(one_line(w.err));
 
   // %n is the program's name as the shim makes it safe for a file name.
@@ -216,7 +216,7 @@ TEST_CASE("nbprof stops before starting the program if its outputs exist", "[int
                                  fake_env(), dir.path());
   INFO(fresh.err);
   CHECK(fresh.exit_code == 0);
-  CHECK(nbtest::file_exists(dir.file("fresh-dev_ice_.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("fresh-dev_ice_.trace.json.gz")));
   // A '#!' script runs as its interpreter.
   nbtest::write_file(dir.file("job.sh"), "#!/usr/bin/env bash\nexit 0\n");
   ::chmod(dir.file("job.sh").c_str(), 0755);
@@ -320,12 +320,12 @@ TEST_CASE("demo.sh runs the demo under nbprof and says how to open each file", "
   const auto r = nbtest::run({"/bin/bash", nbtest::source_dir() + "/scripts/demo.sh", "demo"}, env, dir.path(), 120);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  for (const char* f : {"demo.trace.json", "demo.memory.pickle", "demo.table.txt"}) {
+  for (const char* f : {"demo.trace.json.gz", "demo.memory.pickle", "demo.table.txt"}) {
     CHECK(nbtest::file_exists(dir.file(f)));
   }
   CHECK(r.err.find("nb demo: building ") != std::string::npos);
   const std::string end = r.err.substr(r.err.find("nb demo: done."));
-  CHECK(end.find("demo.trace.json") != std::string::npos);
+  CHECK(end.find("demo.trace.json.gz") != std::string::npos);
   CHECK(end.find("https://ui.perfetto.dev") != std::string::npos);
   CHECK(end.find("chrome://tracing") != std::string::npos);
   CHECK(end.find("demo.memory.pickle") != std::string::npos);

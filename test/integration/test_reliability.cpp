@@ -35,7 +35,7 @@ TEST_CASE("the shim preloaded twice records once", "[integration][reliability]")
   const auto r = run_steps(dir, {{"LD_PRELOAD", nbtest::shim_path() + ":" + nbtest::shim_path()}});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   int launches = 0;
   for (const auto& ev : trace["traceEvents"]) launches += ev.value("name", "") == "cuLaunchKernel";
   CHECK(launches == 3 * 4);
@@ -55,11 +55,11 @@ TEST_CASE("a symlink planted at an output path is not followed", "[integration][
   nbtest::TempDir dir;
   const std::string victim = dir.file("victim");
   nbtest::write_file(victim, "precious");
-  REQUIRE(symlink(victim.c_str(), dir.file("out.trace.json").c_str()) == 0);
+  REQUIRE(symlink(victim.c_str(), dir.file("out.trace.json.gz").c_str()) == 0);
   const auto r = run_steps(dir, {{"NB_OVERWRITE", "1"}});
   CHECK(r.exit_code == 0);
   CHECK(nbtest::read_file(victim) == "precious");
-  CHECK(r.err.find("out.trace.json") != std::string::npos);  // said why it was not written
+  CHECK(r.err.find("out.trace.json.gz") != std::string::npos);  // said why it was not written
 }
 
 TEST_CASE("output files are created with the user's umask", "[integration][reliability]") {
@@ -68,7 +68,7 @@ TEST_CASE("output files are created with the user's umask", "[integration][relia
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   struct stat st {};
-  REQUIRE(stat(dir.file("out.trace.json").c_str(), &st) == 0);
+  REQUIRE(stat(dir.file("out.trace.json.gz").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("fork without exec: the child's calls pass through, only the parent wr
   REQUIRE(r.exit_code == 0);
   std::vector<std::string> traces;
   for (const std::string& f : nbtest::list_dir(dir.path())) {
-    if (f.size() > 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) traces.push_back(f);
+    if (f.size() > 14 && f.compare(f.size() - 14, 14, ".trace.json.gz") == 0) traces.push_back(f);
   }
   REQUIRE(traces.size() == 1);
   CHECK(launches_in(dir.file(traces[0])) == 4);  // the parent's 2 + 2, none of the child's 5
@@ -105,7 +105,7 @@ TEST_CASE("fork + exec (posix_spawn): the child inherits the preload and writes 
   REQUIRE(r.exit_code == 0);
   std::vector<int> counts;
   for (const std::string& f : nbtest::list_dir(dir.path())) {
-    if (f.size() > 11 && f.compare(f.size() - 11, 11, ".trace.json") == 0) counts.push_back(launches_in(dir.file(f)));
+    if (f.size() > 14 && f.compare(f.size() - 14, 14, ".trace.json.gz") == 0) counts.push_back(launches_in(dir.file(f)));
   }
   std::sort(counts.begin(), counts.end());
   CHECK(counts == std::vector<int>{2, 3});
@@ -119,7 +119,7 @@ nbtest::Recorded run_python_exit(const nbtest::TempDir& dir, const std::string& 
   env["NB_PRINT_TABLE"] = "0";
   r.run = nbtest::run({NB_PYTHON3, std::string(NB_SOURCE_DIR) + "/test/programs/py_exit.py", mode}, env, dir.path());
   if (nbtest::file_exists(dir.file("out.memory.pickle"))) r.snapshot = nbtest::nbread("snapshot", dir.file("out.memory.pickle"));
-  if (nbtest::file_exists(dir.file("out.trace.json"))) r.trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  if (nbtest::file_exists(dir.file("out.trace.json.gz"))) r.trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   return r;
 }
 }  // namespace
@@ -174,7 +174,7 @@ TEST_CASE("_exit, abort, SIGKILL: nothing more is written, what was written stay
       CHECK(r.exit_code == c.exit_code);
       CHECK(r.signal == c.signal);
       // Window 1 complete and loadable (the table is written last).
-      const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json"));
+      const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json.gz"));
       const auto snapshot = nbtest::nbread("snapshot", dir.file("out.w1.memory.pickle"));
       CHECK(!trace.is_null());
       CHECK(!snapshot.is_null());
@@ -217,12 +217,17 @@ TEST_CASE("nb creates and changes files only under its output prefix", "[integra
       continue;
     }
     // Otherwise only the directories that lead to it (made when missing;
-    // each one is tried, most exist).
+    // each one is tried, most exist), and unnamed scratch files in the
+    // prefix's directory (O_TMPFILE: they never have a name).
+    if (what == "tmpfile") {
+      CHECK(path == prefix.substr(0, prefix.rfind('/')));
+      continue;
+    }
     CHECK(what.rfind("mkdir", 0) == 0);
     CHECK(prefix.rfind(path + "/", 0) == 0);
   }
   CHECK(under_prefix >= 6);  // the witness saw nb's outputs (two windows, three files each)
-  CHECK(nbtest::file_exists(prefix + ".w2.trace.json"));
+  CHECK(nbtest::file_exists(prefix + ".w2.trace.json.gz"));
 }
 
 TEST_CASE("a full disk while writing: one line for the file that did not fit, no torso left, the program unaffected",
@@ -237,13 +242,17 @@ TEST_CASE("a full disk while writing: one line for the file that did not fit, no
                              dir.path());
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.err.find("nb: could not write all of " + dir.file("out.trace.json.partial")) != std::string::npos);
+  // The trace's events go to scratch files beside it as the run goes, so
+  // the trace fails there (or, had they fit, while being put together).
+  CHECK((r.err.find("nb: could not write the trace's scratch file: File too large; " + dir.file("out.trace.json.gz") +
+                    " not written") != std::string::npos ||
+         r.err.find("nb: could not write all of " + dir.file("out.trace.json.gz.partial")) != std::string::npos));
   size_t problems = 0;
   for (size_t at = r.err.find("could not"); at != std::string::npos; at = r.err.find("could not", at + 1)) ++problems;
   CHECK(problems == 1);
   // Neither the empty claim nor the cut-off content stays behind.
-  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json")));
-  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.partial")));
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.gz")));
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.gz.partial")));
   CHECK(!nbtest::nbread("snapshot", dir.file("out.memory.pickle")).is_null());
   CHECK(nbtest::file_exists(dir.file("out.table.txt")));
 }
@@ -272,7 +281,7 @@ TEST_CASE("dlopen / dlclose cycles of libcuda, and of a library with its own run
           // The case that matters: the driver really went away and came back elsewhere.
           CHECK(r.out.find("round 2 unloaded 1 moved 1") != std::string::npos);
         }
-        const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+        const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
         int allocs = 0, sets = 0;
         for (const auto& e : nbtest::host_calls(trace)) {
           const std::string name = e["name"];
@@ -303,7 +312,7 @@ TEST_CASE("the program starts its own CUPTI tracing (as torch.profiler does): nb
   const std::string line = "the program started its own CUPTI client (cuptiActivityRegisterCallbacks";
   CHECK(r.err.find(line) != std::string::npos);
   CHECK(r.err.find("nb: ") == r.err.find("nb: the program started"));  // the only line besides "wrote"
-  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   int kernels = 0, launches = 0;
   for (const auto& e : trace["traceEvents"]) kernels += e.value("cat", "") == "kernel";
   for (const auto& e : nbtest::host_calls(trace)) launches += e["name"] == "cuLaunchKernel";
@@ -346,7 +355,7 @@ TEST_CASE("another LD_PRELOAD tool interposing CUDA calls, before or after nb: b
       REQUIRE(r.exit_code == 0);
       CHECK(r.err.find("other tool: launches 32 allocs 1") != std::string::npos);
       int launches = 0, allocs = 0;
-      for (const auto& e : nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json")))) {
+      for (const auto& e : nbtest::host_calls(nbtest::nbread("trace", dir.file("out.trace.json.gz")))) {
         launches += e["name"] == "cuLaunchKernel";
         allocs += e["name"] == "cuMemAlloc_v2";
       }

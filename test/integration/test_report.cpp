@@ -224,7 +224,7 @@ TEST_CASE("report: a run that is not there, or no run named, is one line and sta
   const auto missing = nbtest::run({NB_NBPROF_PATH, "report", dir.file("nothere")});
   CHECK(missing.exit_code == 2);
   CHECK(missing.err == "nbprof report: no run at " + dir.file("nothere") + " (no " + dir.file("nothere") +
-                           ".memory.pickle or " + dir.file("nothere") + ".trace.json)\n");
+                           ".memory.pickle or " + dir.file("nothere") + ".trace.json.gz)\n");
   const auto bad = nbtest::run({NB_NBPROF_PATH, "report", dir.file("x"), "--colour"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("nbprof report: unknown option --colour") == 0);

@@ -37,11 +37,11 @@ Run run_steps(const nbtest::TempDir& dir, const std::vector<std::string>& args,
   r.run = nbtest::run(argv, e, dir.path(), 60);
   for (int n = 1; n < 10; ++n) {
     const std::string prefix = dir.file("out.w" + std::to_string(n));
-    if (!nbtest::file_exists(prefix + ".trace.json")) continue;
+    if (!nbtest::file_exists(prefix + ".trace.json.gz")) continue;
     Window w;
     // Each window's files stand alone: the trace passes the layout checks,
     // the snapshot MemoryViz's.
-    w.trace = nbtest::nbread("trace", prefix + ".trace.json");
+    w.trace = nbtest::nbread("trace", prefix + ".trace.json.gz");
     w.snapshot = nbtest::nbread("snapshot", prefix + ".memory.pickle");
     w.table = nbtest::read_file(prefix + ".table.txt");
     for (const auto& ev : w.trace["traceEvents"]) {
@@ -81,7 +81,7 @@ TEST_CASE("windows: kernel marker, wait 4 warmup 2 active 8: exactly those 8 ste
   CHECK(w.kernels == kernels_of_steps(6, 8));
   CHECK(w.table.find("Window 1: steps 6 to 13") != std::string::npos);
   // The files of a window are not written twice, and no whole-run files.
-  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.gz")));
 }
 
 TEST_CASE("windows: repeat 2 gives two complete, separately loadable sets", "[integration][windows]") {
@@ -201,7 +201,7 @@ TEST_CASE("trigger: never armed, nothing is recorded or written", "[integration]
   INFO(r.run.err);
   CHECK(r.run.exit_code == 0);
   CHECK(r.windows.empty());
-  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json")));
+  CHECK_FALSE(nbtest::file_exists(dir.file("out.trace.json.gz")));
 }
 
 TEST_CASE("windows: NB_STEP without a schedule marks steps in the whole-run trace", "[integration][windows]") {
@@ -211,7 +211,7 @@ TEST_CASE("windows: NB_STEP without a schedule marks steps in the whole-run trac
   e["NB_PRINT_TABLE"] = "0";
   const auto run = nbtest::run({nbtest::program("steps"), "6"}, e, dir.path());
   REQUIRE(run.exit_code == 0);
-  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json"));
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
   std::vector<std::string> steps;
   for (const auto& ev : trace["traceEvents"]) {
     const std::string name = ev.value("name", "");

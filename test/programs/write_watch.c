@@ -43,7 +43,9 @@ static int writes(int flags) { return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_
       mode = va_arg(ap, mode_t);                                \
       va_end(ap);                                               \
     }                                                           \
-    if (writes(flags)) note(#name, path);                       \
+    /* An unnamed file in a directory (it never has a name). */ \
+    if ((flags & O_TMPFILE) == O_TMPFILE) note("tmpfile", path); \
+    else if (writes(flags)) note(#name, path);                  \
     return NEXT(name)(__VA_ARGS__, flags, mode);                \
   }
 

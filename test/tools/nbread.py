@@ -2,7 +2,9 @@
 """Reads nb's outputs with Python's standard library, checks what a consumer
 relies on, and prints them as plain JSON for the C++ tests.
 
-  nbread.py trace FILE      the Chrome trace: strict JSON parse + layout checks
+  nbread.py trace FILE      the Chrome trace (.json, or .json.gz: one gzip member,
+                            as catapult's inflater reads only the first): strict
+                            JSON parse + layout checks
   nbread.py snapshot FILE   the memory snapshot: opcode whitelist (MemoryViz's
                             unpickler), pickle.load, segment/trace invariants
 
@@ -11,6 +13,7 @@ one line per problem on stderr.
 """
 import json
 import pickle
+import zlib
 import pickletools
 import sys
 
@@ -34,9 +37,21 @@ def no_constants(name):
     raise ValueError("non-standard JSON constant " + name)
 
 
+def gunzip_one_member(path, raw):
+    d = zlib.decompressobj(wbits=31)
+    out = d.decompress(raw) + d.flush()
+    if not d.eof:
+        fail([f"{path}: the gzip stream does not end"])
+    if d.unused_data:
+        fail([f"{path}: more than one gzip member ({len(d.unused_data)} bytes after the first)"])
+    return out
+
+
 def read_trace(path):
     with open(path, "rb") as f:
         raw = f.read()
+    if path.endswith(".gz"):
+        raw = gunzip_one_member(path, raw)
     problems = []
     try:
         text = raw.decode("utf-8")  # strict: invalid UTF-8 is a failure
@@ -56,6 +71,18 @@ def read_trace(path):
                     problems.append(f"event {i} has no {key}")
             if e.get("ts", 0) < 0:
                 problems.append(f"event {i} has a negative ts")
+    # Stacks are written once: every reference finds its stack.
+    frames = doc.get("stackFrames", {})
+    slices = {e["name"] for e in doc.get("traceEvents", []) if e.get("cat") == "call_stack"}
+    for i, e in enumerate(doc.get("traceEvents", [])):
+        if "sf" in e and str(e["sf"]) not in frames:
+            problems.append(f"event {i}: sf {e['sf']} not in stackFrames")
+        stack = e.get("args", {}).get("stack") if e.get("cat") != "call_stack" else None
+        if stack is not None and f"stack {stack}" not in slices:
+            problems.append(f"event {i}: no slice \"stack {stack}\"")
+    for key, frame in frames.items():
+        if "parent" in frame and frame["parent"] not in frames:
+            problems.append(f"stackFrames {key}: parent {frame['parent']} missing")
     if problems:
         fail(problems)
     return doc

@@ -90,7 +90,7 @@ TEST_CASE("recorder: records pushed into a ring come out as the three files", "[
 
   CHECK(host.own_threads.load() >= 1);  // the collector thread said it is nb's own
   const std::string prefix = dir.file("out/run-4242");
-  const auto trace = nbtest::nbread("trace", prefix + ".trace.json");
+  const auto trace = nbtest::nbread("trace", prefix + ".trace.json.gz");
   int allocs = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("name", "") == "cuMemAlloc_v2") ++allocs;
@@ -135,7 +135,7 @@ TEST_CASE("recorder: a time-stepped trigger window ends through Control and Host
   for (int i = 0; i < 200 && !nbtest::file_exists(dir.file("w.w1.table.txt")); ++i) usleep(10000);
   CHECK(host.dormant.load() >= 1);
   CHECK_FALSE(control.arm_request.load());
-  CHECK(nbtest::file_exists(dir.file("w.w1.trace.json")));
+  CHECK(nbtest::file_exists(dir.file("w.w1.trace.json.gz")));
   // Dormant before the files appear: a program that arms the next window
   // once it sees them is never disarmed right after.
   CHECK_FALSE(host.files_before_dormant.load());

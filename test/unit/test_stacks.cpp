@@ -172,16 +172,16 @@ TEST_CASE("NB_TORCH_ALLOCS: backend:cudaMallocAsync merged into PyTorch's alloca
   CHECK(c.note.empty());
 }
 
-TEST_CASE("trace stack text: Python frames only when present, at most eight, the rest counted", "[stacks][formats]") {
+TEST_CASE("trace stack text: Python frames only when present, at most 32, the rest counted", "[stacks][formats]") {
   formats::Stack s;
   s.push_back({"/lib/libc10_cuda.so", 0, "libc10_cuda.so+0x4bfb3"});
-  for (int i = 0; i < 10; ++i) s.push_back({"/m/model.py", 100 + i, "forward"});
+  for (int i = 0; i < 34; ++i) s.push_back({"/m/model.py", 100 + i, "forward"});
   s.push_back({"/usr/bin/python3", 0, "PyEval_EvalCode"});
   const std::string t = formats::trace_stack_text(s);
   CHECK(t.rfind("forward (/m/model.py:100)\nforward (/m/model.py:101)\n", 0) == 0);
   CHECK(t.find("libc10") == std::string::npos);
-  CHECK(t.find("model.py:107)") != std::string::npos);
-  CHECK(t.find("model.py:108)") == std::string::npos);
+  CHECK(t.find("model.py:131)") != std::string::npos);
+  CHECK(t.find("model.py:132)") == std::string::npos);
   CHECK(t.substr(t.rfind('\n') + 1) == "\u2026 2 more");
 
   formats::Stack native{{"/p/memory.cpp", 17, "leak_one"}, {"/p/memory.cpp", 36, "main"}, {"/lib/libc.so.6", 0, "libc.so.6+0x2a1c9"}};

@@ -1,0 +1,529 @@
+#include "collector/trace_file.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "collector/output_files.h"
+
+namespace nb {
+
+namespace {
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n != 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, uint64_t offset, char* out, size_t n) {
+  while (n != 0) {
+    const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    offset += static_cast<uint64_t>(r);
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Raw deflate of `in` as one piece of a larger stream: ended on a byte
+// boundary (`last` false) or with the final block (`last` true).
+bool deflate_piece(const std::string& in, int level, bool last, std::string& out) {
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  char buf[1 << 15];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = deflate(&zs, last ? Z_FINISH : Z_SYNC_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+  } while (zs.avail_out == 0 || (last && rc != Z_STREAM_END));
+  deflateEnd(&zs);
+  return rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR;
+}
+
+// The events of `text` (",\n{...}" each, as EventText writes them) whose
+// "ts" is `from_ts` or later. Each event's first "ts" key is its own: names
+// and arguments are strings, whose quotes are escaped, or nb's own keys.
+std::string events_from(const std::string& text, double from_ts) {
+  std::string out;
+  out.reserve(text.size());
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t next = text.find(",\n{", at + 1);
+    if (next == std::string::npos) next = text.size();
+    const size_t key = text.find("\"ts\":", at);
+    const double ts = key < next ? std::strtod(text.c_str() + key + 5, nullptr) : from_ts;
+    if (ts >= from_ts) out.append(text, at, next - at);
+    at = next;
+  }
+  return out;
+}
+
+void put_le32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
+// One file's body: written by the writer thread only, until a barrier
+// hands it back to the collector.
+struct TraceBody {
+  struct Slice {
+    int fd = -1;
+    uint64_t raw = 0;     // uncompressed bytes
+    uint32_t crc = 0;     // of the uncompressed bytes
+    uint64_t stored = 0;  // bytes in fd
+    double min_ts = 1e300, max_ts = -1e300;  // its events' "ts"
+  };
+  std::string near;  // the output's path: scratch files go beside it
+  int level = 0;
+  z_stream zs{};
+  bool z_ready = false;
+  std::deque<Slice> slices;
+  std::string failed;  // the first problem; nothing more is written once set
+  std::atomic<uint64_t> raw_kept{0};
+  std::vector<unsigned char> out = std::vector<unsigned char>(size_t(1) << 18);
+
+  ~TraceBody() {
+    for (Slice& s : slices) {
+      if (s.fd >= 0) ::close(s.fd);
+    }
+    if (z_ready) deflateEnd(&zs);
+  }
+
+  bool new_slice() {
+    std::string problem;
+    const int fd = open_unlinked(near, problem);
+    if (fd < 0) {
+      if (failed.empty()) failed = problem;
+      return false;
+    }
+    slices.push_back(Slice{fd, 0, 0, 0});
+    if (level > 0) {
+      if (!z_ready) {
+        if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+          failed = "zlib could not start";
+          return false;
+        }
+        z_ready = true;
+      } else {
+        deflateReset(&zs);
+      }
+    }
+    return true;
+  }
+
+  bool store(const void* p, size_t n) {
+    Slice& s = slices.back();
+    if (!write_all(s.fd, p, n)) {
+      if (failed.empty()) failed = std::string("could not write the trace's scratch file: ") + std::strerror(errno);
+      return false;
+    }
+    s.stored += n;
+    return true;
+  }
+
+  // Deflates what is in zs.next_in with `flush` into the slice.
+  bool pump(int flush) {
+    do {
+      zs.next_out = out.data();
+      zs.avail_out = static_cast<uInt>(out.size());
+      const int rc = deflate(&zs, flush);
+      if (rc == Z_STREAM_ERROR) {
+        failed = "zlib failed";
+        return false;
+      }
+      const size_t n = out.size() - zs.avail_out;
+      if (n != 0 && !store(out.data(), n)) return false;
+    } while (zs.avail_out == 0);
+    return true;
+  }
+
+  void append(const char* p, size_t n) {
+    if (!failed.empty() || n == 0) return;
+    Slice& s = slices.back();
+    s.raw += n;
+    raw_kept.fetch_add(n, std::memory_order_relaxed);
+    if (level == 0) {
+      store(p, n);
+      return;
+    }
+    s.crc = static_cast<uint32_t>(crc32_z(s.crc, reinterpret_cast<const Bytef*>(p), n));
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
+    zs.avail_in = static_cast<uInt>(n);
+    pump(Z_NO_FLUSH);
+  }
+
+  void note_times(double lo, double hi) {
+    if (slices.empty()) return;
+    slices.back().min_ts = std::min(slices.back().min_ts, lo);
+    slices.back().max_ts = std::max(slices.back().max_ts, hi);
+  }
+
+  // Ends the current slice's deflate stream on a byte boundary.
+  void close_slice() {
+    if (!failed.empty() || level == 0 || !z_ready) return;
+    zs.next_in = nullptr;
+    zs.avail_in = 0;
+    pump(Z_SYNC_FLUSH);
+  }
+};
+
+TraceWriter::~TraceWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (backlog_fd_ >= 0) ::close(backlog_fd_);
+}
+
+bool TraceWriter::start(std::string& problem) {
+  if (started_) return true;
+  // Signals stay with the program's threads (as on the collector thread).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "nb-writer");
+      run();
+    });
+    started_ = true;
+  } catch (...) {
+    problem = "no thread for writing the trace: it is compressed on the collector thread";
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return started_;
+}
+
+bool TraceWriter::open_backlog(const std::string& near_path) {
+  std::string problem;
+  backlog_fd_ = open_unlinked(near_path, problem);
+  if (backlog_fd_ < 0) backlog_fd_ = -2;
+  return backlog_fd_ >= 0;
+}
+
+void TraceWriter::submit(Job job) {
+  if (!started_) {  // no thread: the work is done here
+    work(job);
+    return;
+  }
+  const size_t n = job.text.size();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (job.kind == Job::Kind::Text && queued_memory_ + n > memory_limit_) {
+    // Memory is spent: the text waits in the backlog file instead.
+    lock.unlock();
+    if (backlog_fd_ == -1) open_backlog(job.body->near);
+    bool stored = false;
+    if (backlog_fd_ >= 0) {
+      size_t done = 0;
+      while (done < n) {
+        const ssize_t w = ::pwrite(backlog_fd_, job.text.data() + done, n - done, static_cast<off_t>(backlog_end_ + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += static_cast<size_t>(w);
+      }
+      stored = done == n;
+    }
+    lock.lock();
+    if (stored) {
+      job.offset = backlog_end_;
+      job.length = n;
+      backlog_end_ += n;
+      backlog_total_.fetch_add(n, std::memory_order_relaxed);
+      std::string().swap(job.text);
+    } else {
+      // No backlog: wait for room (the rings hold what comes meanwhile).
+      done_cv_.wait(lock, [&] { return queued_memory_ + n <= memory_limit_ || queued_memory_ == 0; });
+    }
+  }
+  queued_memory_ += job.text.size();
+  jobs_.push_back(std::move(job));
+  lock.unlock();
+  cv_.notify_one();
+}
+
+void TraceWriter::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+    if (jobs_.empty()) return;  // stopping, nothing left
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    const size_t in_memory = job.text.size();
+    work(job);
+    job = Job{};  // the buffer is freed before the room is given back
+    lock.lock();
+    queued_memory_ -= in_memory;
+    done_cv_.notify_all();
+  }
+}
+
+namespace {
+// A slice's text, inflated when it is compressed (a raw deflate stream ended
+// on a byte boundary, without a final block: inflate stops at its end).
+bool read_slice_text(const TraceBody::Slice& s, int level, std::string& text) {
+  std::string stored(s.stored, '\0');
+  if (!read_all(s.fd, 0, stored.data(), stored.size())) return false;
+  if (level == 0) {
+    text.swap(stored);
+    return true;
+  }
+  z_stream zs{};
+  if (inflateInit2(&zs, -15) != Z_OK) return false;
+  zs.next_in = reinterpret_cast<Bytef*>(stored.data());
+  zs.avail_in = static_cast<uInt>(stored.size());
+  text.resize(s.raw);
+  zs.next_out = reinterpret_cast<Bytef*>(text.data());
+  zs.avail_out = static_cast<uInt>(text.size());
+  const int rc = inflate(&zs, Z_SYNC_FLUSH);
+  const bool ok = (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR) && zs.total_out == s.raw;
+  inflateEnd(&zs);
+  return ok;
+}
+}  // namespace
+
+void TraceWriter::work(Job& job) {
+  TraceBody& b = *job.body;
+  switch (job.kind) {
+    case Job::Kind::Text: {
+      uint64_t n = job.text.size();
+      if (!job.text.empty()) {
+        b.append(job.text.data(), job.text.size());
+      } else if (job.length != 0) {
+        n = job.length;
+        read_buf_.resize(job.length);
+        if (read_all(backlog_fd_, job.offset, read_buf_.data(), job.length)) {
+          b.append(read_buf_.data(), job.length);
+        } else if (b.failed.empty()) {
+          b.failed = "could not read back the trace's backlog";
+        }
+        // The backlog's space is given back as soon as it is read.
+        fallocate(backlog_fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(job.offset),
+                  static_cast<off_t>(job.length));
+      }
+      pending_bytes_.fetch_sub(n, std::memory_order_relaxed);
+      break;
+    }
+    case Job::Kind::EndSlice:
+      b.note_times(job.min_ts, job.max_ts);
+      b.close_slice();
+      if (b.failed.empty() && b.new_slice() && job.keep_slices != 0) {
+        while (b.slices.size() > job.keep_slices) {
+          b.raw_kept.fetch_sub(b.slices.front().raw, std::memory_order_relaxed);
+          ::close(b.slices.front().fd);
+          b.slices.pop_front();
+        }
+      }
+      break;
+    case Job::Kind::Barrier:
+      b.note_times(job.min_ts, job.max_ts);
+      b.close_slice();
+      job.done->store(true, std::memory_order_release);
+      break;
+  }
+}
+
+TraceFile::TraceFile(TraceWriter& writer, TraceFileConfig config) : writer_(writer), config_(std::move(config)) {}
+
+TraceFile::~TraceFile() = default;  // the body's files are unlinked: closing them frees them
+
+bool TraceFile::open(std::string& problem) {
+  if (!make_parent_dirs(config_.path, problem)) {
+    open_problem_ = problem;
+    return false;
+  }
+  auto body = std::make_shared<TraceBody>();
+  body->near = config_.path;
+  body->level = config_.level;
+  if (!body->new_slice()) {
+    problem = body->failed + "; " + config_.path + " not written";
+    open_problem_ = problem;
+    return false;
+  }
+  std::string why;
+  writer_.start(why);  // without a thread the work is done inline
+  body_ = std::move(body);
+  text_.reserve(kChunk + (kChunk >> 4));
+  return true;
+}
+
+void TraceFile::hand_over() {
+  if (!body_) {
+    text_.clear();
+    return;
+  }
+  if (text_.empty()) return;
+  TraceWriter::Job job;
+  job.kind = TraceWriter::Job::Kind::Text;
+  job.body = body_;
+  writer_.pending_bytes_.fetch_add(text_.size(), std::memory_order_relaxed);
+  job.text.swap(text_);
+  text_.reserve(kChunk + (kChunk >> 4));
+  writer_.submit(std::move(job));
+}
+
+void TraceFile::end_slice(size_t keep) {
+  if (!body_) return;
+  hand_over();
+  TraceWriter::Job job;
+  job.kind = TraceWriter::Job::Kind::EndSlice;
+  job.body = body_;
+  job.keep_slices = keep;
+  job.min_ts = min_ts_;
+  job.max_ts = max_ts_;
+  min_ts_ = 1e300;
+  max_ts_ = -1e300;
+  writer_.submit(std::move(job));
+}
+
+uint64_t TraceFile::text_bytes() const {
+  return (body_ ? body_->raw_kept.load(std::memory_order_relaxed) : 0) + text_.size();
+}
+
+bool TraceFile::finish(const std::string& head, const std::string& tail, const TraceFinish& how, std::string& problem,
+                       const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (!body_) {
+    // What open() said (a missing directory fails the other files the same way).
+    problem = open_problem_.empty() ? config_.path + " not written: its events could not be kept" : open_problem_;
+    return false;
+  }
+  hand_over();
+  // Everything handed over before this point is written once the barrier
+  // is reached (one thread, jobs in order).
+  const uint64_t waiting = writer_.pending_bytes();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  TraceWriter::Job job;
+  job.kind = TraceWriter::Job::Kind::Barrier;
+  job.body = body_;
+  job.done = done;
+  job.min_ts = min_ts_;
+  job.max_ts = max_ts_;
+  min_ts_ = 1e300;
+  max_ts_ = -1e300;
+  writer_.submit(std::move(job));
+  const auto began = std::chrono::steady_clock::now();
+  auto next_report = began + std::chrono::seconds(2);
+  {
+    std::unique_lock<std::mutex> lock(writer_.mu_);
+    while (!done->load(std::memory_order_acquire)) {
+      writer_.done_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (progress && std::chrono::steady_clock::now() >= next_report) {
+        const uint64_t left = writer_.pending_bytes();
+        lock.unlock();
+        progress(waiting > left ? waiting - left : 0, waiting);
+        lock.lock();
+        next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
+    }
+  }
+  TraceBody& b = *body_;
+  if (!b.failed.empty()) {
+    problem = b.failed + "; " + config_.path + " not written";
+    body_.reset();
+    return false;
+  }
+  const bool gz = config_.level > 0;
+  uint64_t written = 0;
+  const bool ok = write_output_file(config_.path, how.overwrite, [&](std::ostream& os) {
+    const auto put = [&](const std::string& s) {
+      os.write(s.data(), static_cast<std::streamsize>(s.size()));
+      written += s.size();
+    };
+    uint32_t crc = 0;
+    uint64_t raw = 0;
+    if (gz) {
+      // gzip header: deflate, no name, no time, Unix.
+      put(std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10));
+      std::string piece;
+      deflate_piece(head, config_.level, false, piece);
+      put(piece);
+      crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(head.data()), head.size()));
+      raw = head.size();
+    } else {
+      put(head);
+    }
+    std::vector<char> buf(size_t(1) << 20);
+    for (const TraceBody::Slice& s : b.slices) {
+      if (s.max_ts < how.from_ts) continue;  // wholly before: left out
+      if (s.min_ts < how.from_ts) {
+        // Partly before: its events from `from_ts` on, as a piece of their own.
+        std::string text, piece;
+        if (!read_slice_text(s, config_.level, text)) {
+          errno = EIO;
+          os.setstate(std::ios::badbit);
+          return;
+        }
+        text = events_from(text, how.from_ts);
+        if (gz) {
+          deflate_piece(text, config_.level, false, piece);
+          put(piece);
+          crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(text.data()), text.size())),
+                                                    static_cast<z_off_t>(text.size())));
+          raw += text.size();
+        } else {
+          put(text);
+        }
+        continue;
+      }
+      for (uint64_t at = 0; at < s.stored;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), s.stored - at));
+        if (!read_all(s.fd, at, buf.data(), n)) {
+          // Not published: a file that looks whole must be whole.
+          errno = EIO;
+          os.setstate(std::ios::badbit);
+          return;
+        }
+        os.write(buf.data(), static_cast<std::streamsize>(n));
+        written += n;
+        at += n;
+      }
+      if (gz) {
+        crc = static_cast<uint32_t>(crc32_combine(crc, s.crc, static_cast<z_off_t>(s.raw)));
+        raw += s.raw;
+      }
+    }
+    if (gz) {
+      std::string piece;
+      deflate_piece(tail, config_.level, true, piece);
+      put(piece);
+      crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(tail.data()), tail.size())),
+                                                static_cast<z_off_t>(tail.size())));
+      raw += tail.size();
+      std::string trailer;
+      put_le32(trailer, crc);
+      put_le32(trailer, static_cast<uint32_t>(raw & 0xffffffffu));
+      put(trailer);
+    } else {
+      put(tail);
+    }
+  }, problem);
+  if (!how.keep_body) body_.reset();  // the scratch files go
+  if (ok) file_bytes_ = written;
+  return ok;
+}
+
+}  // namespace nb

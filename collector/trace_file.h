@@ -1,0 +1,158 @@
+// A trace file written while the run goes on, in constant memory.
+//
+// The collector appends events as text (EventText) to the file's buffer;
+// each full buffer is handed to one background thread of nb's
+// (TraceWriter), which compresses it into the file's body. The body lives
+// in files already unlinked, beside the output: a process killed at any
+// moment leaves nothing behind, and the page cache, not the process, holds
+// what waits on disk. At the end the head (known only then: the table, the
+// run's summary), the body and the tail are put together under the file's
+// name through write_output_file (a temporary file, then link/rename).
+//
+// Compressed, the file is one gzip member (catapult's inflater stops after
+// the first, and older Perfetto did too): the head, each piece of the body
+// and the tail are raw deflate streams of their own, each ended on a byte
+// boundary without a final block but the tail's, so their concatenation is
+// one valid deflate stream; the CRC of the whole is combined from the
+// pieces' (crc32_combine).
+//
+// The body is a sequence of slices, each a deflate stream (or plain text)
+// in its own file. A run keeps them all; a flight recorder (NB_KEEP) drops
+// the oldest as it goes, so only the newest ones reach the file.
+//
+// When text comes faster than it can be compressed (a burst of a million
+// calls a second), full buffers beyond a fixed amount of memory wait in a
+// backlog file (unlinked too) rather than in memory, and the writer catches
+// up from there; the collector never waits for compression.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nb {
+
+struct TraceBody;
+
+class TraceWriter {
+ public:
+  // `memory_bytes`: text buffers waiting in memory before the backlog file
+  // takes over.
+  explicit TraceWriter(size_t memory_bytes = size_t(32) << 20) : memory_limit_(memory_bytes) {}
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Bytes of text handed over and not yet compressed (all files).
+  uint64_t pending_bytes() const { return pending_bytes_.load(std::memory_order_relaxed); }
+  // Text that went through the backlog file so far, and how often a buffer
+  // had to wait for memory because no backlog file could be made.
+  uint64_t backlog_bytes() const { return backlog_total_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class TraceFile;
+  struct Job {
+    enum class Kind { Text, EndSlice, Barrier } kind = Kind::Text;
+    std::shared_ptr<TraceBody> body;
+    std::string text;          // Text in memory
+    uint64_t offset = 0;       // Text in the backlog file when text is empty and length != 0
+    uint64_t length = 0;
+    size_t keep_slices = 0;    // EndSlice: how many of the newest slices to keep (0 = all)
+    double min_ts = 0, max_ts = 0;  // EndSlice, Barrier: the slice's event times (µs, as written)
+    std::shared_ptr<std::atomic<bool>> done;  // Barrier
+  };
+  void submit(Job job);
+  bool start(std::string& problem);  // the thread, once
+  void run();
+  void work(Job& job);
+  bool open_backlog(const std::string& near_path);
+
+  size_t memory_limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;       // the thread waits for jobs
+  std::condition_variable done_cv_;  // barriers and memory room
+  std::deque<Job> jobs_;
+  size_t queued_memory_ = 0;
+  bool stop_ = false;
+  bool started_ = false;
+  std::thread thread_;
+  std::atomic<uint64_t> pending_bytes_{0};
+  std::atomic<uint64_t> backlog_total_{0};
+  int backlog_fd_ = -1;        // -1: none yet; -2: could not be made
+  uint64_t backlog_end_ = 0;   // where the next buffer goes (collector side)
+  std::vector<char> read_buf_;  // the thread's, for backlog text
+};
+
+// How finish() puts the file together.
+struct TraceFinish {
+  bool overwrite = false;
+  // Leave out events whose "ts" is before this (µs, as written): a flight
+  // recorder's oldest slices hold some of those.
+  double from_ts = -1e300;
+  // A copy now, the file goes on (a flight recorder's dump): the body stays.
+  bool keep_body = false;
+};
+
+struct TraceFileConfig {
+  std::string path;        // the final name, e.g. out.trace.json.gz
+  int level = 1;           // zlib level 1-9; 0 = plain JSON
+};
+
+class TraceFile {
+ public:
+  TraceFile(TraceWriter& writer, TraceFileConfig config);
+  ~TraceFile();  // a file never finished leaves nothing
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+
+  // False, with `problem`, when the body cannot be kept (no room for its
+  // files): events are then not written, the rest of the outputs are, and
+  // finish() gives the same problem.
+  bool open(std::string& problem);
+  bool is_open() const { return body_ != nullptr; }
+  const std::string& path() const { return config_.path; }
+  // The name can change until finish() (a prefix decided at the end): the
+  // body's files stay where they are, in the same directory.
+  void set_path(std::string path) { config_.path = std::move(path); }
+
+  // Append event text here, then call committed() with the event's "ts".
+  std::string& text() { return text_; }
+  void committed(double ts) {
+    if (ts < min_ts_) min_ts_ = ts;
+    if (ts > max_ts_) max_ts_ = ts;
+    if (text_.size() >= kChunk) hand_over();
+  }
+  // Ends the current slice (what was appended so far goes into it) and
+  // starts a new one; keeps only the newest `keep` slices (0 = all).
+  void end_slice(size_t keep);
+
+  // Writes head + body + tail under the file's name. Waits for the writer
+  // to finish this file's text; `progress` is called about once a second
+  // meanwhile with (bytes done, bytes in all) of what was waiting.
+  bool finish(const std::string& head, const std::string& tail, const TraceFinish& how, std::string& problem,
+              const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
+
+  // Uncompressed bytes of events so far (kept slices), and the file's size
+  // once finished.
+  uint64_t text_bytes() const;
+  uint64_t file_bytes() const { return file_bytes_; }
+
+ private:
+  static constexpr size_t kChunk = size_t(1) << 20;
+  void hand_over();
+  TraceWriter& writer_;
+  TraceFileConfig config_;
+  std::shared_ptr<TraceBody> body_;
+  std::string text_;
+  double min_ts_ = 1e300, max_ts_ = -1e300;  // of the slice being filled
+  std::string open_problem_;
+  uint64_t file_bytes_ = 0;
+};
+
+}  // namespace nb

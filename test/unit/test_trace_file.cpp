@@ -1,0 +1,117 @@
+// TraceFile: events streamed into slices, put together as one gzip member
+// (or plain JSON), the oldest slices dropped, a copy taken mid-way, events
+// before a time left out.
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <string>
+
+#include "collector/trace_file.h"
+#include "test_support.h"
+
+using namespace nb;
+
+namespace {
+
+// The one gzip member of `bytes`, inflated; fails the test if there is more.
+std::string gunzip_one(const std::string& bytes) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 31) == Z_OK);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  std::string out;
+  char buf[1 << 14];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
+    out.append(buf, sizeof buf - zs.avail_out);
+  } while (rc != Z_STREAM_END);
+  CHECK(zs.avail_in == 0);  // nothing after the first member
+  inflateEnd(&zs);
+  return out;
+}
+
+// One event as EventText writes it: ",\n{...}" with its "ts".
+std::string event(int ts) { return ",\n{\"ph\":\"X\",\"name\":\"ts\\\":1\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(ts) + ",\"dur\":1}"; }
+
+void add(TraceFile& f, int ts) {
+  f.text() += event(ts);
+  f.committed(ts);
+}
+
+const std::string kHead = "{\"traceEvents\":[{\"ph\":\"M\"}";
+const std::string kTail = "\n]}\n";
+
+}  // namespace
+
+TEST_CASE("trace file: head, streamed events and tail are one gzip member, or plain JSON", "[trace_file]") {
+  for (int level : {0, 1, 9}) {
+    DYNAMIC_SECTION("level " << level) {
+      nbtest::TempDir dir;
+      TraceWriter writer;
+      TraceFile f(writer, TraceFileConfig{dir.file("t.trace.json.gz"), level});
+      std::string problem;
+      REQUIRE(f.open(problem));
+      std::string expected = kHead;
+      // More than one text buffer (1 MiB each), and several slices.
+      for (int i = 0; i < 40000; ++i) {
+        add(f, i);
+        expected += event(i);
+        if (i % 10000 == 9999) f.end_slice(0);
+      }
+      expected += kTail;
+      REQUIRE(f.finish(kHead, kTail, TraceFinish{}, problem));
+      const std::string bytes = nbtest::read_file(dir.file("t.trace.json.gz"));
+      CHECK(f.file_bytes() == bytes.size());
+      CHECK((level == 0 ? bytes : gunzip_one(bytes)) == expected);
+      if (level != 0) CHECK(bytes.size() * 5 < expected.size());
+      // Nothing else was left in the directory (the scratch files were unlinked).
+      CHECK(nbtest::list_dir(dir.path()).size() == 1);
+    }
+  }
+}
+
+TEST_CASE("trace file: a flight recorder keeps the newest slices and cuts the oldest at a time", "[trace_file]") {
+  nbtest::TempDir dir;
+  TraceWriter writer;
+  TraceFile f(writer, TraceFileConfig{dir.file("k.trace.json.gz"), 1});
+  std::string problem;
+  REQUIRE(f.open(problem));
+  // Slices of 100 events; the newest 3 kept.
+  for (int i = 0; i < 1000; ++i) {
+    add(f, i);
+    if (i % 100 == 99) f.end_slice(3);
+  }
+  for (int i = 1000; i < 1050; ++i) add(f, i);
+  // A copy that leaves out what is before 850; the file goes on.
+  TraceFinish dump;
+  dump.keep_body = true;
+  dump.from_ts = 850;
+  f.set_path(dir.file("k.d1.trace.json.gz"));
+  REQUIRE(f.finish(kHead, kTail, dump, problem));
+  std::string expected = kHead;
+  for (int i = 850; i < 1050; ++i) expected += event(i);
+  CHECK(gunzip_one(nbtest::read_file(dir.file("k.d1.trace.json.gz"))) == expected + kTail);
+  // More events after the copy, into the same slice; then the end, all kept.
+  for (int i = 1050; i < 1100; ++i) add(f, i);
+  f.set_path(dir.file("k.trace.json.gz"));
+  REQUIRE(f.finish(kHead, kTail, TraceFinish{}, problem));
+  expected = kHead;
+  for (int i = 800; i < 1100; ++i) expected += event(i);  // slices 800-899, 900-999, 1000-1099
+  CHECK(gunzip_one(nbtest::read_file(dir.file("k.trace.json.gz"))) == expected + kTail);
+}
+
+TEST_CASE("trace file: a body that cannot be kept gives one problem, and no file", "[trace_file]") {
+  nbtest::TempDir dir;
+  TraceWriter writer;
+  TraceFile f(writer, TraceFileConfig{"/proc/nb-no-such-dir/t.trace.json.gz", 1});
+  std::string problem, again;
+  CHECK_FALSE(f.open(problem));
+  CHECK(problem.find("/proc/nb-no-such-dir") != std::string::npos);
+  add(f, 1);  // ignored
+  CHECK_FALSE(f.finish(kHead, kTail, TraceFinish{}, again));
+  CHECK(again == problem);
+}
