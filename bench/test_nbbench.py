@@ -1,11 +1,13 @@
 """bench/nbbench on a machine without a GPU: the pairing helper, the checks
-on small traces, the host scenarios on the fake CUDA stack, the CUPTI floor
+on small traces, the streamed trace reader, the host scenarios on the fake
+CUDA stack, the CUPTI floor
 library on the fake CUPTI, every GPU scenario as a dry run, and the GPU
 scenarios that run on a stand-in for PyTorch (fake_torch/, whose kernels go
 to the fake CUDA runtime) for real.
 
     NB_BUILD=build python3 bench/test_nbbench.py      (meson test bench)
 """
+import gzip
 import json
 import os
 import shutil
@@ -16,7 +18,7 @@ import unittest
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
-from nbb import checks  # noqa: E402
+from nbb import checks, trace_stream  # noqa: E402
 from nbb.pairs import Pairs, abba, in_process  # noqa: E402
 from nbb.registry import SCENARIOS  # noqa: E402
 import nbb.cli  # noqa: E402,F401  (registers the scenarios)
@@ -117,6 +119,51 @@ class ChecksTest(unittest.TestCase):
         lines, ok = checks.threads_joined(trace(os.path.join(self.dir, "t.json"), ev), 2, 1)
         self.assertFalse(ok)
         self.assertTrue(any("joined to a wrong call 1" in line for line in lines), lines)
+
+
+class TraceStreamTest(unittest.TestCase):
+    """The streamed trace reader against json.load, with chunks of a few
+    characters so that every value is cut somewhere."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="nbbench-stream-")
+        FOLDERS.append(self.dir)
+        self.chunk = trace_stream.CHUNK
+        trace_stream.CHUNK = 5
+
+    def tearDown(self):
+        trace_stream.CHUNK = self.chunk
+
+    def read(self, text, name="t.json"):
+        path = os.path.join(self.dir, name)
+        with (gzip.open(path, "wt") if name.endswith(".gz") else open(path, "w")) as f:
+            f.write(text)
+        events = []
+        return trace_stream.read(path, events.append), events
+
+    def test_as_json_load(self):
+        whole = {"traceEvents": [call(1, 123456.789), kernel(1, 1e3), {"ph": "M", "x": [True, None, -0.5e-3]}],
+                 "nbTable": {"rows": [{"name": "cuLaunchKernel", "calls": 1234567}], "footer": {"dropped": 0}},
+                 "baseTimeNanoseconds": 98765432109876543}
+        for text in (json.dumps(whole), json.dumps(whole, indent=3), " \n" + json.dumps(whole, separators=(",", ":"))):
+            for name in ("t.json", "t.json.gz"):
+                top, events = self.read(text, name)
+                self.assertEqual(events, whole["traceEvents"])
+                self.assertEqual(top["nbTable"], whole["nbTable"])
+                self.assertEqual(top["baseTimeNanoseconds"], whole["baseTimeNanoseconds"])
+        self.assertEqual(self.read('{"traceEvents" : [ ] }'), ({"traceEvents": None}, []))
+        self.assertEqual(self.read("{}"), ({}, []))
+
+    def test_refuses_what_json_load_refuses(self):
+        for text in ('{"traceEvents": [{"ph": "X"}, ]}', '{"traceEvents": [{"ph": "X"}]', '{"a": 1} x',
+                     '{"traceEvents": [{"ph": "X"} {"ph": "X"}]}', '{"a": 12', '{"a": tru}', ""):
+            with self.subTest(text):
+                with self.assertRaises(ValueError):
+                    json.loads(text)
+                with self.assertRaises(ValueError):
+                    self.read(text)
+        with self.assertRaises(ValueError):  # JSON, but not a trace
+            self.read("[1]")
 
 
 class HostScenariosTest(unittest.TestCase):
