@@ -190,6 +190,21 @@ class HostScenariosTest(unittest.TestCase):
         out, _ = self.run_ok("stack-cold", "--no-torch", "--kib", "0")
         self.assertIn("cold 0 KiB", out)
 
+    def test_long_run(self):
+        out, folder = self.run_ok("long-run", "--iterations", "1000", "--sample-ms", "20")
+        self.assertIn("calls in nbTable against nb-demo's: cuLaunchKernel 2000 of 2000 exact, "
+                      "cuMemAlloc 1004 of 1004 exact, cuMemFree 1003 of 1003 exact", out)
+        self.assertRegex(out, r"nb\.trace\.json(\.gz)? loads")
+        for row in ("| peak RSS MiB", "| exit delay ms |", "| loop s |"):
+            self.assertIn(row, out)
+        with open(os.path.join(folder, "rss.tsv")) as f:
+            self.assertIn("\nnb\t", f.read())
+        out, _ = self.run_ok("long-run", "--dry-run", "--seconds", "2", "--rate", "100000", "--launches-only",
+                             "--env", "NB_KEEP=1s")
+        self.assertEqual(out.count("would run:"), 2, out)
+        self.assertIn("nb-demo 300000 --rate 100000 --seconds 2 --launches-only", out)
+        self.assertIn("NB_KEEP=1s", out)
+
     def test_unknown_scenario(self):
         p = subprocess.run(NBBENCH + ["no-such"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
