@@ -1,11 +1,13 @@
 """bench/nbbench on a machine without a GPU: the pairing helper, the checks
-on small traces, the host scenarios on the fake CUDA stack, the CUPTI floor
+on small traces, the streamed trace reader, the host scenarios on the fake
+CUDA stack, the CUPTI floor
 library on the fake CUPTI, every GPU scenario as a dry run, and the GPU
 scenarios that run on a stand-in for PyTorch (fake_torch/, whose kernels go
 to the fake CUDA runtime) for real.
 
     NB_BUILD=build python3 bench/test_nbbench.py      (meson test bench)
 """
+import gzip
 import json
 import os
 import shutil
@@ -16,7 +18,7 @@ import unittest
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
-from nbb import checks  # noqa: E402
+from nbb import checks, trace_stream  # noqa: E402
 from nbb.pairs import Pairs, abba, in_process  # noqa: E402
 from nbb.registry import SCENARIOS  # noqa: E402
 import nbb.cli  # noqa: E402,F401  (registers the scenarios)
@@ -119,6 +121,51 @@ class ChecksTest(unittest.TestCase):
         self.assertTrue(any("joined to a wrong call 1" in line for line in lines), lines)
 
 
+class TraceStreamTest(unittest.TestCase):
+    """The streamed trace reader against json.load, with chunks of a few
+    characters so that every value is cut somewhere."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="nbbench-stream-")
+        FOLDERS.append(self.dir)
+        self.chunk = trace_stream.CHUNK
+        trace_stream.CHUNK = 5
+
+    def tearDown(self):
+        trace_stream.CHUNK = self.chunk
+
+    def read(self, text, name="t.json"):
+        path = os.path.join(self.dir, name)
+        with (gzip.open(path, "wt") if name.endswith(".gz") else open(path, "w")) as f:
+            f.write(text)
+        events = []
+        return trace_stream.read(path, events.append), events
+
+    def test_as_json_load(self):
+        whole = {"traceEvents": [call(1, 123456.789), kernel(1, 1e3), {"ph": "M", "x": [True, None, -0.5e-3]}],
+                 "nbTable": {"rows": [{"name": "cuLaunchKernel", "calls": 1234567}], "footer": {"dropped": 0}},
+                 "baseTimeNanoseconds": 98765432109876543}
+        for text in (json.dumps(whole), json.dumps(whole, indent=3), " \n" + json.dumps(whole, separators=(",", ":"))):
+            for name in ("t.json", "t.json.gz"):
+                top, events = self.read(text, name)
+                self.assertEqual(events, whole["traceEvents"])
+                self.assertEqual(top["nbTable"], whole["nbTable"])
+                self.assertEqual(top["baseTimeNanoseconds"], whole["baseTimeNanoseconds"])
+        self.assertEqual(self.read('{"traceEvents" : [ ] }'), ({"traceEvents": None}, []))
+        self.assertEqual(self.read("{}"), ({}, []))
+
+    def test_refuses_what_json_load_refuses(self):
+        for text in ('{"traceEvents": [{"ph": "X"}, ]}', '{"traceEvents": [{"ph": "X"}]', '{"a": 1} x',
+                     '{"traceEvents": [{"ph": "X"} {"ph": "X"}]}', '{"a": 12', '{"a": tru}', ""):
+            with self.subTest(text):
+                with self.assertRaises(ValueError):
+                    json.loads(text)
+                with self.assertRaises(ValueError):
+                    self.read(text)
+        with self.assertRaises(ValueError):  # JSON, but not a trace
+            self.read("[1]")
+
+
 class HostScenariosTest(unittest.TestCase):
     def run_ok(self, *args):
         rc, out, folder = nbbench(*args)
@@ -142,6 +189,21 @@ class HostScenariosTest(unittest.TestCase):
     def test_stack_cold(self):
         out, _ = self.run_ok("stack-cold", "--no-torch", "--kib", "0")
         self.assertIn("cold 0 KiB", out)
+
+    def test_long_run(self):
+        out, folder = self.run_ok("long-run", "--iterations", "1000", "--sample-ms", "20")
+        self.assertIn("calls in nbTable against nb-demo's: cuLaunchKernel 2000 of 2000 exact, "
+                      "cuMemAlloc 1004 of 1004 exact, cuMemFree 1003 of 1003 exact", out)
+        self.assertRegex(out, r"nb\.trace\.json(\.gz)? loads")
+        for row in ("| peak RSS MiB", "| exit delay ms |", "| loop s |"):
+            self.assertIn(row, out)
+        with open(os.path.join(folder, "rss.tsv")) as f:
+            self.assertIn("\nnb\t", f.read())
+        out, _ = self.run_ok("long-run", "--dry-run", "--seconds", "2", "--rate", "100000", "--launches-only",
+                             "--env", "NB_KEEP=1s")
+        self.assertEqual(out.count("would run:"), 2, out)
+        self.assertIn("nb-demo 300000 --rate 100000 --seconds 2 --launches-only", out)
+        self.assertIn("NB_KEEP=1s", out)
 
     def test_unknown_scenario(self):
         p = subprocess.run(NBBENCH + ["no-such"], capture_output=True, text=True)

@@ -4,7 +4,8 @@ import os
 import sys
 import time
 
-from . import batch, scenarios_gpu, scenarios_host, scenarios_perf  # noqa: F401  (they register scenarios)
+# Imported for what they do on import: each registers its scenarios.
+from . import batch, scenarios_gpu, scenarios_host, scenarios_long, scenarios_perf  # noqa: F401
 from .registry import SCENARIOS
 from .run import ROOT, Context, Missing
 

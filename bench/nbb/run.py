@@ -136,8 +136,7 @@ class Context:
         OUT/work/<log>.log (default: the program's name) and returned as one
         text (stdout first). With --dry-run, prints the command and returns ''."""
         env = {k: str(v) for k, v in (env or {}).items()}
-        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + (" " if env else "")
-        shown += " ".join(shlex.quote(str(c)) for c in cmd)
+        shown = self.shown(cmd, env)
         if self.dry:
             print("would run:", shown)
             return Result("", 0)
@@ -161,6 +160,12 @@ class Context:
         with open(log_path, "a") as f:
             f.write(text + f"[exit {rc}]\n")
         return Result(text, rc)
+
+    @staticmethod
+    def shown(cmd, env):
+        """cmd with its environment in front, as a shell takes it."""
+        words = [f"{k}={shlex.quote(str(v))}" for k, v in env.items()] + [shlex.quote(str(c)) for c in cmd]
+        return " ".join(words)
 
     def check(self, fn, *args):
         """Runs an analysis (nbb/checks.py) on files a run wrote; with

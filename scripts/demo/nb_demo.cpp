@@ -5,13 +5,30 @@
 // checks the result on a real GPU. On the test doubles (test/fake_cuda) it
 // runs the same calls; kernels there do nothing, so nothing is checked.
 //
-//   nb-demo [ITERATIONS]      default 200
+//   nb-demo [ITERATIONS] [--rate CALLS] [--seconds S] [--launches-only]
+//
+//   ITERATIONS       default 200; each makes 4 calls nb hooks (launch, allocate,
+//                    launch, free)
+//   --rate CALLS     pace the loop to CALLS hooked calls a second; 0 (default):
+//                    flat out
+//   --seconds S      loop for S seconds, whatever ITERATIONS says
+//   --launches-only  one launch an iteration, nothing allocated: a pure launch
+//                    loop
+//
+// It ends by printing what the loop did (iterations, hooked calls, seconds,
+// and the whole run's launches, allocations and frees, which nb's table
+// counts too) and, last, the CLOCK_MONOTONIC time at which main returns: nb
+// writes its files at exit, and a harness times that from this line
+// (bench/nbbench long-run).
 #include <cuda.h>
 #include <dlfcn.h>
+#include <time.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -117,6 +134,56 @@ Fn get(const char* name, int version = 12000) {
   return reinterpret_cast<Fn>(p);
 }
 
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Options {
+  long long iterations = 200;
+  double rate = 0;     // hooked calls a second; 0: flat out
+  double seconds = 0;  // > 0: loop this long instead of `iterations` times
+  bool launches_only = false;
+};
+
+[[noreturn]] void usage(int rc) {
+  std::fprintf(rc ? stderr : stdout,
+               "usage: nb-demo [ITERATIONS] [--rate CALLS] [--seconds S] [--launches-only]\n");
+  std::exit(rc);
+}
+
+double number(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) usage(2);
+  char* end = nullptr;
+  const double v = std::strtod(argv[++i], &end);
+  if (end == argv[i] || *end != '\0' || !(v >= 0)) {
+    std::fprintf(stderr, "nb-demo: %s wants a number >= 0, not '%s'\n", argv[i - 1], argv[i]);
+    std::exit(2);
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--rate") == 0) {
+      o.rate = number(argc, argv, i);
+    } else if (std::strcmp(argv[i], "--seconds") == 0) {
+      o.seconds = number(argc, argv, i);
+    } else if (std::strcmp(argv[i], "--launches-only") == 0) {
+      o.launches_only = true;
+    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      usage(0);
+    } else if (argv[i][0] == '-') {
+      usage(2);
+    } else {
+      o.iterations = std::atoll(argv[i]);
+    }
+  }
+  return o;
+}
+
 #define CU(call)                                                                \
   do {                                                                          \
     const CUresult rc_ = (call);                                                \
@@ -129,7 +196,7 @@ Fn get(const char* name, int version = 12000) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int iterations = argc > 1 ? std::atoi(argv[1]) : 200;
+  const Options opt = parse(argc, argv);
   g_driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (g_driver == nullptr) {
     std::fprintf(stderr, "nb-demo: no CUDA driver (libcuda.so.1): %s\n", dlerror());
@@ -177,32 +244,63 @@ int main(int argc, char** argv) {
 
   const unsigned block = 256, grid = (static_cast<unsigned>(n) + block - 1) / block;
   float s = 1.0f;
-  for (int i = 0; i < iterations; ++i) {
+  const uint64_t per_iteration = opt.launches_only ? 1 : 4;
+  const double ns_per_iteration = opt.rate > 0 ? 1e9 * static_cast<double>(per_iteration) / opt.rate : 0;
+  const uint64_t start = now_ns();
+  const uint64_t stop = start + static_cast<uint64_t>(opt.seconds * 1e9);
+  uint64_t done = 0;
+  while (opt.seconds > 0 || done < static_cast<uint64_t>(opt.iterations)) {
+    if (opt.seconds > 0 || opt.rate > 0) {
+      // Each iteration has its own start on a fixed schedule, so a loop that
+      // fell behind (a slow call) catches up instead of drifting. A busy
+      // wait, because a sleep wakes tens of microseconds late, more than the
+      // 4 us an iteration has at a million calls a second.
+      const uint64_t due = start + static_cast<uint64_t>(static_cast<double>(done) * ns_per_iteration);
+      uint64_t now = now_ns();
+      if (opt.seconds > 0 && (now >= stop || due >= stop)) break;
+      while (now < due) now = now_ns();
+    }
     void* add_args[] = {&da, &db, &dc, &n};
     CU(launch(add, grid, 1, 1, block, 1, 1, 0, nullptr, add_args, nullptr));
-    CUdeviceptr tmp;  // a short-lived buffer per iteration: the sawtooth
-    CU(alloc(&tmp, bytes / 4));
-    void* scale_args[] = {&dc, &s, &n};
-    CU(launch(scale, grid, 1, 1, block, 1, 1, 0, nullptr, scale_args, nullptr));
-    CU(free_(tmp));
+    if (!opt.launches_only) {
+      CUdeviceptr tmp;  // a short-lived buffer per iteration: the sawtooth
+      CU(alloc(&tmp, bytes / 4));
+      void* scale_args[] = {&dc, &s, &n};
+      CU(launch(scale, grid, 1, 1, block, 1, 1, 0, nullptr, scale_args, nullptr));
+      CU(free_(tmp));
+    }
+    ++done;
   }
+  const double loop_s = static_cast<double>(now_ns() - start) / 1e9;
   CU(sync());
   CU(dtoh(c.data(), dc, bytes));
   CU(free_(da));
   CU(free_(db));
   CU(free_(dc));
 
-  if (fake) {
-    std::printf("nb-demo: %d iterations on the CUDA test doubles (no GPU): calls made, results not computed\n",
-                iterations);
-    return 0;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(c[i] - 3.0f) > 1e-6f) {
-      std::fprintf(stderr, "nb-demo: wrong result at %d: %f\n", i, c[i]);
-      return 1;
+  if (!fake) {
+    for (int i = 0; i < n; ++i) {
+      if (std::fabs(c[i] - 3.0f) > 1e-6f) {
+        std::fprintf(stderr, "nb-demo: wrong result at %d: %f\n", i, c[i]);
+        return 1;
+      }
     }
   }
-  std::printf("nb-demo: %d iterations on the GPU, result checked\n", iterations);
+  const auto iterations = static_cast<unsigned long long>(done);
+  if (fake) {
+    std::printf("nb-demo: %llu iterations on the CUDA test doubles (no GPU): calls made, results not computed\n",
+                iterations);
+  } else {
+    std::printf("nb-demo: %llu iterations on the GPU, result checked\n", iterations);
+  }
+  // The whole run's counts, set-up included (4 allocations, 3 frees), in the
+  // names of nb's table rows.
+  std::printf("nb-demo: %llu iterations, %llu hooked calls, loop %.4f s (whole run: cuLaunchKernel %llu, "
+              "cuMemAlloc %llu, cuMemFree %llu)\n",
+              iterations, iterations * per_iteration, loop_s, opt.launches_only ? iterations : 2 * iterations,
+              (opt.launches_only ? 0 : iterations) + 4, (opt.launches_only ? 0 : iterations) + 3);
+  // Flushed, so that the line is there even when the exit after it fails.
+  std::printf("nb-demo: main returns at %llu\n", static_cast<unsigned long long>(now_ns()));
+  std::fflush(stdout);
   return 0;
 }
