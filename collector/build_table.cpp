@@ -14,21 +14,25 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
   // Several symbols can share a display name (__cudaLaunchKernel and
   // cudaLaunchKernel): one row per name.
   std::map<std::string, formats::TableRow> rows;
+  const auto dropped = [](const std::vector<uint64_t>& v, uint16_t api) -> uint64_t { return api < v.size() ? v[api] : 0; };
   for (uint16_t api = 0; api < kApiCount; ++api) {
     const ApiStats& st = s.api_stats()[api];
-    if (st.calls == 0) continue;
+    const uint64_t lost = dropped(ctx.dropped_calls, api);
+    if (st.calls == 0 && lost == 0) continue;
     const std::string name = api_info(api).name;
     formats::TableRow& row = rows[name];
+    row.name = name;
+    // Calls and errors count every call, recorded or not; the times only
+    // the recorded ones (a dropped call's duration is not known).
+    row.calls += st.calls + lost;
+    row.dropped_calls += lost;
+    row.errors += st.errors + dropped(ctx.dropped_errors, api);
+    if (st.calls == 0) continue;
     const uint64_t min_ns = ctx.time.duration_ns(st.min), max_ns = ctx.time.duration_ns(st.max);
-    if (row.calls == 0) {
-      row.name = name;
-      row.host_min_ns = min_ns;
-    }
-    row.calls += st.calls;
+    const bool first_timed = row.calls - row.dropped_calls == st.calls;
     row.host_total_ns += ctx.time.duration_ns(st.total);
-    row.host_min_ns = std::min(row.host_min_ns, min_ns);
+    row.host_min_ns = first_timed ? min_ns : std::min(row.host_min_ns, min_ns);
     row.host_max_ns = std::max(row.host_max_ns, max_ns);
-    row.errors += st.errors;
   }
   std::vector<formats::TableRow> out;
   for (auto& [name, row] : rows) out.push_back(std::move(row));
@@ -106,9 +110,20 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
     f.notes.push_back("Freed during teardown (after the program's end, not in \"live at end\"): " +
                       std::to_string(m.teardown_frees) + " allocations, " + std::to_string(m.teardown_bytes) + " B");
   }
-  if (m.unmatched_frees) {
+  if (m.unmatched_frees && ctx.dropped_allocs == 0) {
     f.notes.push_back("Frees of addresses not seen allocated (made before recording began): " +
                       std::to_string(m.unmatched_frees));
+  } else if (m.unmatched_frees) {
+    // Some of them may be frees of allocations whose record was dropped.
+    f.notes.push_back("Frees of addresses not seen allocated: " + std::to_string(m.unmatched_frees) + " (" +
+                      std::to_string(ctx.dropped_allocs) +
+                      (ctx.dropped_allocs == 1 ? " allocation record was" : " allocation records were") +
+                      " dropped; the rest, if any, were made before recording began)");
+  }
+  if (ctx.dropped_frees) {
+    f.notes.push_back("Free records dropped: " + std::to_string(ctx.dropped_frees) +
+                      " (those allocations stay live, in \"live at end\", the peak and the snapshot, unless their "
+                      "address was allocated again)");
   }
   if (m.overwritten) {
     f.notes.push_back("Memory history entries overwritten (NB_MEM_MAX_ENTRIES ring): " +

@@ -25,6 +25,13 @@ struct OutputContext {
   bool overwrite = false;
   size_t table_rows = 12;      // rows printed to stderr (the file has all)
   uint64_t dropped = 0;        // records lost before reaching the session
+  // Calls whose record was dropped, by ApiId (empty when none): counted in
+  // the table's calls and errors, not in its host times, which come from
+  // records. A window's own (the drops while it recorded).
+  std::vector<uint64_t> dropped_calls, dropped_errors;
+  // Run so far: records of successful allocations and frees that were
+  // dropped, which the memory notes blame (the memory history is run-long).
+  uint64_t dropped_allocs = 0, dropped_frees = 0;
   std::vector<std::string> kernel_names;  // NameTable snapshot, index = id
   std::vector<std::string> notes;         // extra footer lines
   formats::SortKey table_sort = formats::SortKey::DeviceTotal;

@@ -66,6 +66,8 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
       host_(host),
       stacks_(StackOrigins{setup.own_code_begin, setup.own_code_end, setup.python}),
       order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options_.cupti_flush_ms) * 1000000ull}) {
+  start_anchor_ = read_anchor();  // again at start(); this one for a recorder never started (tests)
+  base_ns_ = trace_base_ns(start_anchor_.epoch_ns);
   context_.prefix = settings_.prefix;
   context_.pid = settings_.pid;
   context_.program = settings_.program;
@@ -103,8 +105,9 @@ Collector::Recording Collector::make_recording(std::shared_ptr<MemoryFeed> share
   TraceFileConfig file;
   file.level = static_cast<int>(options_.compress);
   file.path = context_.prefix + (file.level > 0 ? ".trace.json.gz" : ".trace.json");
-  // Event times are written relative to the second the run began in.
-  rec.trace = std::make_unique<TraceStream>(writer_, file, trace_base_ns(read_anchor().epoch_ns), *rec.names);
+  // Event times are written relative to the second nb began in (every
+  // record is made after that, a window's too).
+  rec.trace = std::make_unique<TraceStream>(writer_, file, base_ns_, *rec.names);
   // A problem is said once, when the outputs are written (with theirs).
   std::string problem;
   rec.trace->open(problem);
@@ -207,7 +210,54 @@ size_t Collector::drain_rings() {
     frames_drained_ += slot.frames.released() - frames_before;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
   });
+  take_drop_counts();
   return n;
+}
+
+void Collector::take_drop_counts() {
+  uint64_t changes = control_.lost_calls.changes.load(std::memory_order_acquire);
+  registry_.for_each([&](ThreadSlot& slot) { changes += slot.drops.changes.load(std::memory_order_acquire); });
+  if (changes == drop_changes_) return;  // the common case: nothing dropped since the last pass
+  drop_changes_ = changes;
+  // Every counter only grows and none is ever reset or freed (a recycled
+  // slot keeps its counts), so these sums are the run's totals so far, and
+  // each is at least what the last pass read.
+  std::vector<uint64_t> calls(kApiCount), errors(kApiCount);
+  uint64_t ranges = 0;
+  const auto add = [&](const DropCounts& d) {
+    for (uint16_t api = 0; api < kApiCount; ++api) {
+      calls[api] += d.calls[api].load(std::memory_order_relaxed);
+      errors[api] += d.errors[api].load(std::memory_order_relaxed);
+    }
+    ranges += d.ranges.load(std::memory_order_relaxed);
+  };
+  add(control_.lost_calls);
+  registry_.for_each([&](ThreadSlot& slot) { add(slot.drops); });
+  // With windows, what was dropped since the last pass goes to the window
+  // that a call made now would record into (the step the program is in
+  // now), or to none outside every window. An approximation: a drop is
+  // seen one pass (a few ms) after it happened, so the drops of a step
+  // boundary's last moments can land on the other side of it, and an error
+  // (counted when its call returns) in another window than its call.
+  Window* w = nullptr;
+  if (windowed_) {
+    const StepPlan p = plan(control_.step.load(std::memory_order_relaxed));
+    const uint64_t n = window_base_ + p.window;
+    if ((p.action == StepAction::Record || p.action == StepAction::RecordAndSave) && n > last_written_) {
+      w = &window(n, p.window);
+      w->dropped_calls.resize(kApiCount);
+      w->dropped_errors.resize(kApiCount);
+    }
+  }
+  for (uint16_t api = 0; api < kApiCount; ++api) {
+    if (w != nullptr) {
+      w->dropped_calls[api] += calls[api] - dropped_calls_[api];
+      w->dropped_errors[api] += errors[api] - dropped_errors_[api];
+    }
+    dropped_calls_[api] = calls[api];
+    dropped_errors_[api] = errors[api];
+  }
+  dropped_ranges_ = ranges;
 }
 
 size_t Collector::drain_once() {
@@ -507,6 +557,17 @@ OutputContext Collector::current_context() {
   if (in_rings) ctx.notes.push_back("Dropped because a thread's ring was full (raise NB_RING_RECORDS): " + std::to_string(in_rings));
   if (at_start) ctx.notes.push_back("Dropped because they came while another thread was starting nb: " + std::to_string(at_start));
   if (registry_.failed_acquires()) ctx.notes.push_back("Dropped because no ring could be mapped: " + std::to_string(registry_.failed_acquires()));
+  if (dropped_ranges_) {
+    ctx.notes.push_back("Dropped records that were NVTX ranges (the others are calls, counted in their rows): " +
+                        std::to_string(dropped_ranges_));
+  }
+  ctx.dropped_calls = dropped_calls_;
+  ctx.dropped_errors = dropped_errors_;
+  for (uint16_t api = 0; api < kApiCount; ++api) {
+    const uint64_t ok = dropped_calls_[api] - std::min(dropped_calls_[api], dropped_errors_[api]);
+    if (api_info(api).kind == Kind::Alloc) ctx.dropped_allocs += ok;
+    if (api_info(api).kind == Kind::Free) ctx.dropped_frees += ok;
+  }
   if (const uint64_t lost = log::dropped_bytes()) {
     ctx.notes.push_back("nb's messages not written to stderr (it stayed full): " + std::to_string(lost) + " bytes");
   }

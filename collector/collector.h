@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "collector/device_tracer.h"
 #include "core/name_table.h"
@@ -56,6 +57,9 @@ class Collector final : public Recorder {
   void take_device_records(OrderJoin::Pass pass = OrderJoin::Pass::Normal);
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
+  // The dropped-call counters of every slot and the process-wide ones,
+  // summed into the run's totals (and a window's) when they have moved.
+  void take_drop_counts();
 
   // Windows (windows.cpp). Records go to the window their step belongs to;
   // memory records also to the run-long feed.
@@ -75,6 +79,9 @@ class Collector final : public Recorder {
     uint64_t end_tick = 0;       // end of its last step, once complete
     uint64_t host_work = 0;      // calls routed here that make device work
     uint64_t device_got = 0;     // device records routed here
+    // Calls whose record was dropped while the window recorded, by ApiId
+    // (take_drop_counts says how they are placed).
+    std::vector<uint64_t> dropped_calls, dropped_errors;
     bool complete = false;
     std::chrono::steady_clock::time_point close_at{};
   };
@@ -170,6 +177,7 @@ class Collector final : public Recorder {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
+  uint64_t base_ns_ = 0;        // traces' baseTimeNanoseconds: the second nb began in
   // Flight recorder (NB_KEEP; collector.cpp, keep_pass).
   void keep_pass(uint64_t now_ns);
   void keep_context(OutputContext& ctx, uint64_t now_ns) const;
@@ -179,6 +187,12 @@ class Collector final : public Recorder {
   size_t table_slices_ = 0, trace_slices_ = 0;
   uint64_t slice_began_ns_ = 0;
   uint64_t dumps_ = 0;
+  // Calls whose record was dropped, run so far, by ApiId; NVTX ranges
+  // dropped; the sum of the counters' change marks when last summed.
+  std::vector<uint64_t> dropped_calls_ = std::vector<uint64_t>(kApiCount);
+  std::vector<uint64_t> dropped_errors_ = std::vector<uint64_t>(kApiCount);
+  uint64_t dropped_ranges_ = 0;
+  uint64_t drop_changes_ = 0;
   bool finished_ = false;
   std::thread thread_;
 };

@@ -320,6 +320,9 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   Session& s = *w.session;
   OutputContext ctx = current_context();
   ctx.prefix = context_.prefix + ".w" + std::to_string(n);
+  // The window's own dropped calls in its rows, not the run's.
+  ctx.dropped_calls = w.dropped_calls;
+  ctx.dropped_errors = w.dropped_errors;
   const uint64_t from = w.first_active == 0 ? 0 : (step_ends_.count(w.first_active - 1) ? step_ends_.at(w.first_active - 1).tick
                                                                                           : s.first());
   ctx.window_from = std::min(from, s.first());

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/drop_counts.h"
+
 namespace nb {
 
 struct Control {
@@ -23,6 +25,10 @@ struct Control {
   // Calls that came while another thread was starting nb: recorded nowhere,
   // counted as dropped.
   std::atomic<uint64_t> lost_at_start{0};
+  // Calls whose record was lost before their thread had a ring (those of
+  // lost_at_start, and those of a thread whose ring could not be mapped),
+  // by API, for the table's counts.
+  DropCounts lost_calls{};
   // A terminating signal (SIGINT, SIGTERM, SIGHUP) the collector is to act
   // on: write the files, then let the process die of it. 0 = none.
   std::atomic<int> exit_signal{0};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/drop_counts.h"
 #include "core/frame_ring.h"
 #include "core/ring.h"
 
@@ -26,6 +27,9 @@ struct ThreadSlot {
   // writes it twice per such call, the collector reads it once per pass
   // (of owned slots only).
   alignas(64) std::atomic<uint64_t> in_call{0};
+  // Calls of this thread whose record the full ring dropped, by API. Kept
+  // over recycling: they only grow (drop_counts.h).
+  alignas(64) DropCounts drops{};
   uint32_t index = 0;     // process-unique per owner; high half of record ids
   char name[16] = {};     // thread name when the owner registered
   ThreadSlot* next = nullptr;

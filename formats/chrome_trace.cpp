@@ -216,6 +216,7 @@ void append_table(std::string& out, const RankingTable& t) {
     out += ", \"hostMinNs\": "; append_uint(out, r.host_min_ns);
     out += ", \"hostMaxNs\": "; append_uint(out, r.host_max_ns);
     out += ", \"errors\": "; append_uint(out, r.errors);
+    if (r.dropped_calls) { out += ", \"droppedCalls\": "; append_uint(out, r.dropped_calls); }
     out += ", \"deviceTotalNs\": "; append_uint(out, r.device_total_ns);
     out += ", \"hasHost\": "; append_bool(out, r.has_host);
     out += ", \"hasDevice\": "; append_bool(out, r.has_device);

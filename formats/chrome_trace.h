@@ -12,6 +12,8 @@
 //     "printedRows": 12,             rows printed to stderr, 0 = all (NB_TABLE_ROWS)
 //     "rows": [{"name", "calls", "hostTotalNs", "hostMinNs", "hostMaxNs",
 //               "errors", "deviceTotalNs", "hasHost", "hasDevice"}, ...],
+//               a row some of whose calls had their record dropped also has
+//               "droppedCalls": how many of "calls" (its host times are the rest's)
 //     "footer": {"records", "dropped", "notes": [line, ...]}
 //   }
 //

@@ -53,6 +53,12 @@ void pad_left(std::string& out, const std::string& cell, size_t width) {
   out += cell;
 }
 
+// Calls of a row that have a record, so a time.
+uint64_t recorded_calls(const TableRow& r) { return r.calls > r.dropped_calls ? r.calls - r.dropped_calls : 0; }
+
+// Rows named in the footer's line on dropped calls; more are counted.
+constexpr size_t kMaxPartialListed = 6;
+
 std::string percent(uint64_t part, uint64_t whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f%%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
@@ -142,9 +148,13 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   for (size_t i = 0; i < shown; ++i) {
     const TableRow& r = rows[i];
     std::vector<std::string> cells;
-    if (r.has_host) {
+    const uint64_t timed = recorded_calls(r);
+    if (r.has_host && timed == 0) {
+      // Every call of the row was dropped: no time is known.
+      cells = {format_duration_ns(0), percent(0, host_sum), "-", "-", "-"};
+    } else if (r.has_host) {
       cells = {format_duration_ns(r.host_total_ns), percent(r.host_total_ns, host_sum),
-               format_duration_ns(r.calls ? r.host_total_ns / r.calls : 0), format_duration_ns(r.host_min_ns),
+               format_duration_ns(r.host_total_ns / timed), format_duration_ns(r.host_min_ns),
                format_duration_ns(r.host_max_ns)};
     } else {
       cells = {"-", "-", "-", "-", "-"};
@@ -172,6 +182,21 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   if (device) out += "Self Device time total: " + format_duration_ns(device_sum) + '\n';
   out += "Calls: " + std::to_string(calls_sum) + ", records: " + std::to_string(footer.records) +
          ", dropped: " + std::to_string(footer.dropped) + '\n';
+  // Rows whose calls are not all timed, in the table's order: their Self
+  // Host and averages are those of the recorded calls.
+  std::string partial;
+  size_t listed = 0, unlisted = 0;
+  for (const TableRow& r : rows) {
+    if (!r.has_host || r.dropped_calls == 0) continue;
+    if (listed == kMaxPartialListed) {
+      ++unlisted;
+      continue;
+    }
+    partial += (listed++ ? ", " : "") + display_name(r.name) + " (" + std::to_string(recorded_calls(r)) + " of " +
+               std::to_string(r.calls) + " recorded)";
+  }
+  if (unlisted) partial += " and " + std::to_string(unlisted) + " more";
+  if (!partial.empty()) out += "Host times of rows with dropped calls cover the recorded calls only: " + partial + '\n';
   for (const std::string& n : footer.notes) {
     append_valid_utf8(out, n);
     out += '\n';

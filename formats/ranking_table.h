@@ -10,14 +10,17 @@ namespace nb::formats {
 
 struct TableRow {
   std::string name;
-  uint64_t calls = 0;
+  uint64_t calls = 0;           // every call, recorded or not
   uint64_t host_total_ns = 0;   // self host time: time inside the call
   uint64_t host_min_ns = 0;
   uint64_t host_max_ns = 0;
-  uint64_t errors = 0;          // calls that returned an error
+  uint64_t errors = 0;          // calls that returned an error (recorded or not)
   bool has_host = true;         // false for device work (kernels, copies, sets): host cells are "-"
   bool has_device = false;      // device columns are shown when any row has them
   uint64_t device_total_ns = 0;
+  // Of `calls`, those whose record was dropped (a full ring, or no ring
+  // yet): the host times cover the other calls only, and the footer says so.
+  uint64_t dropped_calls = 0;
 };
 
 enum class SortKey { HostTotal, DeviceTotal, Calls, Name };

@@ -181,6 +181,9 @@ nb::formats::RankingTable to_table(const json& j) {
     row.host_min_ns = number(r, "hostMinNs");
     row.host_max_ns = number(r, "hostMaxNs");
     row.errors = number(r, "errors");
+    // Written only where calls of the row were dropped (and not by versions
+    // of nb before it was counted).
+    row.dropped_calls = r.contains("droppedCalls") ? number(r, "droppedCalls") : 0;
     row.device_total_ns = number(r, "deviceTotalNs");
     row.has_host = r.at("hasHost").get<bool>();
     row.has_device = r.at("hasDevice").get<bool>();

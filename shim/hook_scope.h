@@ -7,6 +7,7 @@
 // own record but adds what it knows (the CUfunction's name) to the runtime's.
 #pragma once
 #include "core/clock.h"
+#include "core/drop_counts.h"
 #include "core/record.h"
 #include "core/ring.h"
 #include "shim/program_end.h"
@@ -16,6 +17,18 @@
 #include "shim/thread_state.h"
 
 namespace nb::shim {
+
+// A record that HookScope::reserve could not store: the call is counted by
+// API where the collector adds it to the table (the thread's slot when its
+// ring was full; process-wide when there was no ring), and t.dropped says
+// where, for its result; empty when the call is not a drop but simply not
+// recorded (nb off or stopping). Out of line and cold: a call whose record
+// is kept never comes here.
+__attribute__((cold, noinline)) void count_dropped_call(ThreadState& t, uint16_t api);
+// That call returned `rc`: its error, if any, is counted where the call was.
+__attribute__((cold, noinline)) void count_dropped_result(int32_t rc);
+// The same for an NVTX range (not an API call: counted apart).
+__attribute__((cold, noinline)) void count_dropped_range(ThreadState& t);
 
 class HookScope {
  public:
@@ -35,7 +48,10 @@ class HookScope {
     rec_ = reserve(t, api, kind);
     t.outer = rec_;
     target_ = rec_;
-    if (rec_ == nullptr) return;
+    if (rec_ == nullptr) {
+      count_dropped_call(t, api);
+      return;
+    }
     t.corr_first = t.corr_last = 0;
     // After the program's end, memory calls are teardown (kind is a
     // constant of each wrapper: other calls pay nothing).
@@ -73,8 +89,13 @@ class HookScope {
   // Own record only (not when annotating an outer one).
   Record* own() const { return rec_; }
 
-  void finish(int32_t rc) {
-    if (rec_ == nullptr) return;
+  __attribute__((always_inline)) void finish(int32_t rc) {
+    if (rec_ == nullptr) {
+      // Our own record was dropped (or nb did not record the call): a
+      // dropped call's error is known only now.
+      if (__builtin_expect(entered_, 0)) count_dropped_result(rc);
+      return;
+    }
     rec_->end = now_ticks();
     rec_->result = static_cast<int16_t>(rc > 32767 ? 32767 : rc);
     const ThreadState& t = t_state;
@@ -112,7 +133,9 @@ class HookScope {
 inline Record* reserve_standalone(Kind kind) {
   ThreadState& t = t_state;
   if (t.internal || t.depth != 0 || !recording()) return nullptr;
-  return HookScope::reserve(t, 0, kind);
+  Record* r = HookScope::reserve(t, 0, kind);
+  if (__builtin_expect(r == nullptr, 0)) count_dropped_range(t);
+  return r;
 }
 inline void publish_standalone() { t_state.slot->ring.publish(); }
 

@@ -99,7 +99,7 @@ class ShimHost final : public Host {
   }
 };
 
-bool start_recorder() {
+Start start_recorder() {
   // Wait for a start in progress, but not forever: the starting thread may
   // be blocked on the loader lock (dlopen of CUPTI) that this thread holds
   // (a library constructor making a CUDA call inside dlopen). After the
@@ -107,11 +107,11 @@ bool start_recorder() {
   std::unique_lock<std::timed_mutex> lock(start_mu(), std::defer_lock);
   if (!lock.try_lock_for(std::chrono::seconds(3))) {
     g_control.lost_at_start.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return Start::Lost;
   }
   const int s = g_state.load(std::memory_order_acquire);
-  if (s == static_cast<int>(State::Running)) return true;
-  if (s != static_cast<int>(State::Ready)) return false;
+  if (s == static_cast<int>(State::Running)) return Start::Running;
+  if (s != static_cast<int>(State::Ready)) return Start::Off;
   RecorderSetup setup;
   setup.settings = &settings();
   setup.registry = thread_registry();
@@ -128,12 +128,12 @@ bool start_recorder() {
   if (!recorder->start()) {
     log::warn("cannot start the collector thread; recording disabled");
     set_state(State::Disabled);
-    return false;
+    return Start::Off;
   }
   g_recorder = recorder;
   set_state(State::Running);
   install_exit_signals(outputs_to_write);
-  return true;
+  return Start::Running;
 }
 
 void at_exit() { finish(); }
@@ -187,13 +187,13 @@ void arm_if_requested() {
   arm_state();
 }
 
-bool ensure_started() {
-  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Running)) return true;
+Start ensure_started() {
+  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::Running)) return Start::Running;
   try {
     return start_recorder();
   } catch (...) {
     set_state(State::Disabled);
-    return false;
+    return Start::Off;
   }
 }
 

@@ -31,7 +31,11 @@ extern std::atomic<int> g_state;
 
 void init_once();         // idempotent; reads what start-up needs, sets Ready, Dormant or Disabled
 void arm_if_requested();  // Dormant: a SIGUSR2 came → Ready, or Running once the recorder runs
-bool ensure_started();    // idempotent; Ready → Running (the recorder, its thread, atexit)
+// Idempotent; Ready → Running (the recorder, its thread, atexit). Lost:
+// another thread was starting nb and did not finish in time; the call that
+// asked passes through and is counted as dropped (Control::lost_at_start).
+enum class Start : uint8_t { Running, Off, Lost };
+Start ensure_started();
 // Idempotent; Running → Stopping → Stopped, writes files. True if this call
 // wrote them; a call while another thread writes them waits for it (at most
 // 10 s) when `wait_for_other`.

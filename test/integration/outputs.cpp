@@ -33,12 +33,12 @@ Manifest read_manifest(const std::string& path) {
       unsigned long long s;
       ss >> s;
       m.ooms.push_back(s);
-    } else if (kind == "count") {
+    } else if (kind == "count" || kind == "errors") {
       std::string name;
       long n;
       std::getline(ss, name, '\t');
       ss >> n;
-      m.counts[name] = n;
+      (kind == "count" ? m.counts : m.errors)[name] = n;
     }
   }
   return m;

@@ -21,7 +21,8 @@ struct Manifest {
   std::multiset<std::pair<unsigned long long, unsigned long long>> allocs;  // (addr, size)
   std::vector<unsigned long long> frees;
   std::vector<unsigned long long> ooms;
-  std::map<std::string, long> counts;
+  std::map<std::string, long> counts;  // "count" lines: calls by name
+  std::map<std::string, long> errors;  // "errors" lines: of those, the failed ones
 };
 Manifest read_manifest(const std::string& path);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "outputs.h"
 
@@ -123,6 +124,69 @@ TEST_CASE("full rings drop records without blocking, and the drops are reported"
   CHECK(recorded + dropped == total);
   CHECK(dropped > 0);
   CHECK(r.run.err.find("records dropped") != std::string::npos);
+}
+
+namespace {
+// The "# of Calls" and "Errors" cells of the table's row `name` (-1 if none).
+std::pair<long, long> calls_and_errors(const std::string& table, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(table, m, std::regex(" " + name + " .* ([0-9]+) +([0-9]+)\n"))) return {-1, -1};
+  return {std::stol(m[1]), std::stol(m[2])};
+}
+}  // namespace
+
+TEST_CASE("full rings: the table's calls and errors are still exact, and the footer says what the drops affect",
+          "[integration][threads][drops]") {
+  nbtest::TempDir dir;
+  const auto r = nbtest::run_recorded(dir, "threads", {dir.file("manifest"), "4", "50000", "7"},
+                                      {{"NB_RING_RECORDS", "64"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  const auto m = nbtest::read_manifest(dir.file("manifest"));
+  REQUIRE(m.errors.at("cuLaunchKernel") > 0);
+  std::smatch match;
+  REQUIRE(std::regex_search(r.table, match, std::regex("Calls: ([0-9]+), records: ([0-9]+), dropped: ([0-9]+)")));
+  const long calls = std::stol(match[1]), recorded = std::stol(match[2]), dropped = std::stol(match[3]);
+  REQUIRE(dropped > 0);
+  // Every record dropped here is a call's, and every call is in a row.
+  CHECK(calls == recorded + dropped);
+  INFO(r.table);
+  for (const auto& [name, n] : m.counts) {
+    INFO(name);
+    const auto [calls_in_row, errors_in_row] = calls_and_errors(r.table, name);
+    CHECK(calls_in_row == n);
+    CHECK(errors_in_row == (m.errors.count(name) ? m.errors.at(name) : 0));
+  }
+  // The rows' host times are those of the calls that have a record; the
+  // footer names those rows.
+  const auto partial = r.table.find("Host times of rows with dropped calls cover the recorded calls only: ");
+  REQUIRE(partial != std::string::npos);
+  const std::string partial_line = r.table.substr(partial, r.table.find('\n', partial) - partial);
+  REQUIRE(std::regex_search(partial_line, match, std::regex("cuLaunchKernel \\(([0-9]+) of ([0-9]+) recorded\\)")));
+  CHECK(std::stol(match[1]) < std::stol(match[2]));
+  CHECK(std::stol(match[2]) == m.counts.at("cuLaunchKernel"));
+  // The trace's table has the same counts, and nbprof stats prints the same table from it.
+  long in_trace = 0, dropped_in_trace = 0;
+  for (const auto& row : r.trace["nbTable"]["rows"]) {
+    if (row["name"] != "cuLaunchKernel") continue;
+    in_trace = row["calls"].get<long>();
+    dropped_in_trace = row.value("droppedCalls", 0L);
+  }
+  CHECK(in_trace == m.counts.at("cuLaunchKernel"));
+  CHECK(dropped_in_trace > 0);
+  const auto again = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--rows", "0"});
+  CHECK(again.out == r.table);
+  // What was dropped of the memory calls: frees of allocations nb has no
+  // record of are not blamed on allocations made before recording began
+  // alone, and frees whose record was dropped leave their allocations live.
+  const auto unmatched = r.table.find("Frees of addresses not seen allocated");
+  if (unmatched != std::string::npos) {
+    CHECK(r.table.find("allocation records were dropped; the rest, if any, were made before recording began",
+                       unmatched) != std::string::npos);
+  }
+  if (partial_line.find("cuMemFree_v2 (") != std::string::npos) {
+    CHECK(r.table.find("Free records dropped: ") != std::string::npos);
+  }
 }
 
 TEST_CASE("calls the driver rejects (null configs, null functions) fail as without the shim", "[integration][hostile]") {

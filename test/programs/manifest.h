@@ -4,6 +4,8 @@
 //   alloc  ADDR  SIZE          a device allocation that must be in the snapshot
 //   free   ADDR               ...and its free
 //   oom    SIZE               an allocation that failed for lack of memory
+//   count  NAME  N            calls of NAME made in all
+//   errors NAME  N            of those, the ones that returned an error
 #pragma once
 #include <sys/syscall.h>
 #include <unistd.h>

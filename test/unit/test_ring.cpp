@@ -119,3 +119,52 @@ TEST_CASE("drain pace: a flood drains at once, a busy pass rests briefly, a quie
   CHECK(drain_pause(10, 0, kRing, 0) == kDrainPeriod);
   CHECK(kBusyDrainPeriod.count() > 0);
 }
+
+TEST_CASE("calls whose record a full ring dropped are counted per API, with their errors, across recycling",
+          "[ring]") {
+  using nb::DroppedCall;
+  nb::ThreadRegistry reg(64);
+  nb::ThreadSlot* a = reg.acquire(100);
+  REQUIRE(a != nullptr);
+  for (int i = 0; i < 64; ++i) {
+    REQUIRE(a->ring.reserve() != nullptr);
+    a->ring.publish();
+  }
+  // As the shim's drop path does: the call counted when its record cannot
+  // be had, its error when it returns.
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(a->ring.reserve() == nullptr);
+    DroppedCall d = DroppedCall::own(a->drops, nb::kApi_cuLaunchKernel);
+    REQUIRE(static_cast<bool>(d));
+    d.returned(i % 3 == 0 ? 1 : 0);  // 0, 3, 6, 9 fail
+  }
+  REQUIRE(a->ring.reserve() == nullptr);
+  DroppedCall::own(a->drops, nb::kApi_cuMemFree_v2).returned(0);
+  CHECK(a->ring.dropped() == 11);
+  CHECK(a->drops.calls[nb::kApi_cuLaunchKernel].load() == 10);
+  CHECK(a->drops.errors[nb::kApi_cuLaunchKernel].load() == 4);
+  CHECK(a->drops.calls[nb::kApi_cuMemFree_v2].load() == 1);
+  CHECK(a->drops.errors[nb::kApi_cuMemFree_v2].load() == 0);
+  CHECK(a->drops.calls[nb::kApi_cuMemAlloc_v2].load() == 0);
+  CHECK(a->drops.changes.load() == 15);  // 11 calls, 4 errors
+  CHECK_FALSE(static_cast<bool>(DroppedCall()));
+
+  // Recycled: the next owner counts on from the last one's figures, so a
+  // reader summing every slot neither loses nor repeats them.
+  nb::ThreadRegistry::release(a);
+  REQUIRE(a->ring.drain([](const Record&) {}) == 64);
+  nb::ThreadRegistry::recycle_if_exited(*a);
+  nb::ThreadSlot* b = reg.acquire(101);
+  REQUIRE(b == a);
+  DroppedCall::own(b->drops, nb::kApi_cuLaunchKernel).returned(2);
+  CHECK(b->drops.calls[nb::kApi_cuLaunchKernel].load() == 11);
+  CHECK(b->drops.errors[nb::kApi_cuLaunchKernel].load() == 5);
+
+  // Lost before a ring existed: any thread counts them in one place.
+  nb::DropCounts lost{};
+  DroppedCall::shared(lost, nb::kApi_cuMemAlloc_v2).returned(2);
+  DroppedCall::shared(lost, nb::kApi_cuMemAlloc_v2).returned(0);
+  CHECK(lost.calls[nb::kApi_cuMemAlloc_v2].load() == 2);
+  CHECK(lost.errors[nb::kApi_cuMemAlloc_v2].load() == 1);
+  CHECK(lost.changes.load() == 3);
+}

@@ -51,3 +51,41 @@ TEST_CASE("device columns appear once a row has device time", "[table]") {
   REQUIRE(k_line != std::string::npos);
   REQUIRE(k_line < t.find("cuLaunchKernel"));
 }
+
+TEST_CASE("rows with dropped calls: averages over the recorded calls, and the footer names them", "[table][drops]") {
+  std::vector<TableRow> rows = {
+      // 10 calls, 4 of them dropped: 6 recorded, 6 us in all.
+      {"cuLaunchKernel", 10, 6000, 1000, 1000, 1, true, false, 0, 4},
+      // Every call dropped: no time is known.
+      {"cuMemFree_v2", 3, 0, 0, 0, 0, true, false, 0, 3},
+      {"cuMemAlloc_v2", 2, 400, 200, 200, 0, true, false, 0, 0},
+  };
+  TableOptions opt;
+  opt.sort = SortKey::Name;
+  TableFooter footer;
+  footer.records = 8;
+  footer.dropped = 7;
+  const std::string t = format_ranking_table(rows, opt, footer);
+  INFO(t);
+  const auto line = [&](const std::string& name) {
+    const size_t at = t.find(" " + name + "  ");
+    REQUIRE(at != std::string::npos);
+    return t.substr(at, t.find('\n', at) - at);
+  };
+  // The average is 6 us / 6, not 6 us / 10.
+  CHECK(line("cuLaunchKernel").find("1.000us") != std::string::npos);
+  CHECK(line("cuLaunchKernel").find("0.600us") == std::string::npos);
+  CHECK(line("cuMemFree_v2").find("      -  ") != std::string::npos);
+  CHECK(t.find("Calls: 15, records: 8, dropped: 7") != std::string::npos);
+  CHECK(t.find("Host times of rows with dropped calls cover the recorded calls only: cuLaunchKernel (6 of 10 "
+               "recorded), cuMemFree_v2 (0 of 3 recorded)\n") != std::string::npos);
+
+  // Many such rows: the first six named, the others counted.
+  std::vector<TableRow> many;
+  for (int i = 0; i < 9; ++i) many.push_back({"api" + std::to_string(i), 2, 10, 10, 10, 0, true, false, 0, 1});
+  const std::string m = format_ranking_table(many, opt, footer);
+  CHECK(m.find("api5 (1 of 2 recorded) and 3 more\n") != std::string::npos);
+  // No drops: no such line.
+  CHECK(format_ranking_table({{"cuInit", 1, 10, 10, 10, 0, true, false, 0, 0}}, opt, footer)
+            .find("Host times of rows") == std::string::npos);
+}
