@@ -41,6 +41,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <vector>
 
 #include "collector/device_record.h"
@@ -147,9 +149,12 @@ class OrderJoin {
     Host h;
     bool open = true;  // false: passed over
   };
-  using Calls = std::map<Key, Call>;
-  using Open = std::map<Key, Call*>;  // the open calls, in time order
-  using Waiting = std::multimap<uint64_t, Pending>;  // by id; equal ids in arrival order
+  // Nodes come from one pool (pool_, declared first so that it outlives
+  // them): a call or a record costs no malloc once the pool has grown to
+  // what is in flight.
+  using Calls = std::pmr::map<Key, Call>;
+  using Open = std::pmr::map<Key, Call*>;  // the open calls, in time order
+  using Waiting = std::pmr::multimap<uint64_t, Pending>;  // by id; equal ids in arrival order
 
   uint64_t widen(uint32_t id);
   bool dense() const;
@@ -163,12 +168,14 @@ class OrderJoin {
   void prune();
 
   Config config_;
-  Calls calls_;
-  Open open_;
-  Waiting waiting_;
+  std::unique_ptr<std::pmr::unsynchronized_pool_resource> pool_ =
+      std::make_unique<std::pmr::unsynchronized_pool_resource>();
+  Calls calls_{pool_.get()};
+  Open open_{pool_.get()};
+  Waiting waiting_{pool_.get()};
   uint64_t high_water_ = 0;  // the largest widened id seen
   uint64_t last_id_ = 0;     // the largest id placed so far
-  std::map<uint64_t, Linked> linked_;  // id → its call, for records sharing an id and late ones
+  std::pmr::map<uint64_t, Linked> linked_{pool_.get()};  // id → its call, for records sharing an id and late ones
   uint64_t newest_start_ = 0;
   uint64_t forward_seen_ = 0;  // records placed in order, and how often after a gap (moving average)
   double gap_rate_ = 0;

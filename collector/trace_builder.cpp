@@ -251,7 +251,10 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     }
   }
   ++stats_.device_records;
-  formats::Event e;
+  formats::Event& e = device_scratch_;  // reused: its args keep their room
+  e.label.clear();
+  e.args.clear();
+  e.stack = 0;
   e.name = names_.kernel(d.name);
   e.cat = device_category(d.kind);
   e.pid = d.device;
@@ -307,10 +310,10 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
   }
   streams_.insert({d.device, d.stream});
   gpus_.insert(d.device);
-  emit_device(std::move(e));
+  emit_device(e);
 }
 
-void TraceBuilder::emit_device(formats::Event&& e) {
+void TraceBuilder::emit_device(formats::Event& e) {
   // Boxes on one track may nest but not partially overlap (Perfetto drops or
   // splits those). Device timestamps of consecutive work on a stream can touch
   // or cross by a few ns: the earlier box is clipped to where the next one
@@ -318,7 +321,7 @@ void TraceBuilder::emit_device(formats::Event&& e) {
   const std::pair<uint32_t, uint32_t> key{static_cast<uint32_t>(e.pid), static_cast<uint32_t>(e.tid)};
   auto it = last_on_stream_.find(key);
   if (it == last_on_stream_.end()) {
-    last_on_stream_.emplace(key, std::move(e));
+    last_on_stream_.emplace(key, e);
     return;
   }
   formats::Event& prev = it->second;
@@ -332,7 +335,7 @@ void TraceBuilder::emit_device(formats::Event&& e) {
     ++stats_.overlaps_clipped;
   }
   sink_.event(prev);
-  prev = std::move(e);
+  std::swap(prev, e);  // `e` keeps the older one's room for the next
 }
 
 void TraceBuilder::nvtx(const Record& r) {
@@ -430,11 +433,13 @@ void TraceBuilder::step(uint64_t number, uint64_t start_ticks, uint64_t end_tick
 }
 
 void TraceBuilder::memory_point(const MemoryPoint& p) {
-  formats::Counter c;
+  formats::Counter& c = counter_scratch_;
   c.name = names_.counter();
   c.pid = p.device;
   c.ts_ns = static_cast<uint64_t>(time_.epoch_ns(p.ticks));
-  c.values = {{"allocated", static_cast<double>(p.allocated)}, {"reserved", static_cast<double>(p.reserved)}};
+  c.values.clear();
+  c.values.emplace_back("allocated", static_cast<double>(p.allocated));
+  c.values.emplace_back("reserved", static_cast<double>(p.reserved));
   sink_.counter(c);
   gpus_.insert(static_cast<uint32_t>(p.device));
 }

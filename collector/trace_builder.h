@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -137,7 +139,7 @@ class TraceBuilder {
   // Returns where the event starts (epoch ns).
   uint64_t emit_host(const Record& r, uint32_t correlation);
   void release_held(uint64_t older_than_ns);
-  void emit_device(formats::Event&& e);
+  void emit_device(formats::Event& e);
   void finish_ranges(uint64_t before_ns);
   void add_cover(uint32_t tid, const Cover& c);
   int64_t epoch(uint64_t ticks) {
@@ -151,12 +153,17 @@ class TraceBuilder {
   EventSink& sink_;
   TimeMap time_;
   formats::Event scratch_;  // reused: no allocation per event
+  formats::Event device_scratch_;
+  formats::Counter counter_scratch_;
   JoinStats stats_;
   uint64_t host_events_ = 0;
   uint64_t host_left_out_ = 0;
   uint64_t next_flow_ = 1;
   bool holding_ = false;
-  std::unordered_map<uint64_t, Held> held_;   // by record id
+  // Map nodes from a pool: a held call costs no malloc once it has grown.
+  std::unique_ptr<std::pmr::unsynchronized_pool_resource> pool_ =
+      std::make_unique<std::pmr::unsynchronized_pool_resource>();
+  std::pmr::unordered_map<uint64_t, Held> held_{pool_.get()};   // by record id
   std::deque<std::pair<uint64_t, uint64_t>> held_order_;  // (since_ns, id), oldest first
   // Join mode "callback": correlation id → the call, for the arrow.
   struct CallRef {
@@ -167,7 +174,7 @@ class TraceBuilder {
     uint32_t other;  // the call's second id (corr_last), 0 if none
   };
   void forget_call(uint32_t correlation);
-  std::unordered_map<uint32_t, CallRef> by_corr_;
+  std::pmr::unordered_map<uint32_t, CallRef> by_corr_{pool_.get()};
   std::deque<std::pair<uint64_t, uint32_t>> corr_order_;  // (since_ns, correlation)
   // Callback join: device records whose call was not drained yet (it may
   // still be returning), with when they came; retried each pass until
@@ -178,7 +185,7 @@ class TraceBuilder {
   // by record id, for the arrows of its later device records (a graph
   // launch has many); forgotten after hold_ns.
   void note_written(uint64_t id, uint64_t ts_ns);
-  std::unordered_map<uint64_t, uint64_t> written_ts_;
+  std::pmr::unordered_map<uint64_t, uint64_t> written_ts_{pool_.get()};
   std::deque<std::pair<uint64_t, uint64_t>> written_order_;  // (since_ns, id)
   std::map<std::pair<uint32_t, uint32_t>, formats::Event> last_on_stream_;
   std::set<std::pair<uint32_t, uint32_t>> streams_;

@@ -41,6 +41,18 @@ void append_valid_utf8(std::string& out, std::string_view in) {
 void append_json_escaped(std::string& out, std::string_view in) {
   static constexpr char kHex[] = "0123456789abcdef";
   for (size_t i = 0; i < in.size();) {
+    // Plain printable ASCII, by far the common case, goes in runs.
+    size_t run = i;
+    while (run < in.size()) {
+      const uint8_t p = static_cast<uint8_t>(in[run]);
+      if (p < 0x20 || p >= 0x7F || p == '"' || p == '\\') break;
+      ++run;
+    }
+    if (run != i) {
+      out.append(in.data() + i, run - i);
+      i = run;
+      continue;
+    }
     const uint8_t c = static_cast<uint8_t>(in[i]);
     if (c >= 0x80) {
       const size_t n = utf8_sequence_length(in, i);
