@@ -369,6 +369,13 @@ def trace_sizes(trace_path):
     return lines, bool(ev)
 
 
+def gz_sizes(nb_path, torch_path):
+    """nb's .json.gz is smaller than torch.profiler's .json.gz of the same steps"""
+    nb_size, torch_size = os.path.getsize(nb_path), os.path.getsize(torch_path)
+    return ([f"{os.path.basename(nb_path)} {nb_size / 1e6:.2f} MB, {os.path.basename(torch_path)} "
+             f"{torch_size / 1e6:.2f} MB (nb / torch = {nb_size / torch_size:.2f})"], nb_size < torch_size)
+
+
 def kernel_names(trace_path):
     """the trace has kernels (launches by kernel name)"""
     ev = events(load(trace_path))

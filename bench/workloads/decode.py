@@ -18,7 +18,7 @@ Programs:
         4 warm-up steps, then STEPS steps each ending in a synchronize; their
         wall-clock windows (epoch ns) go to OUTDIR/<who>.steps.json; with
         'torch' under torch.profiler (CUDA activity), whose trace goes to
-        OUTDIR/torch.trace.json
+        OUTDIR/torch.trace.json (and .json.gz, torch's own gzip export)
   seed STEPS [--nvtx] [--pause S]
         the loop as a program nb must cut into steps itself: no warm-up, no
         synchronize; with --nvtx an NVTX range "step" around each step, with
@@ -192,6 +192,7 @@ def program_steps(args):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             run()
         prof.export_chrome_trace(f"{out}/torch.trace.json")
+        prof.export_chrome_trace(f"{out}/torch.trace.json.gz")  # torch's own compressed form, to compare sizes
     else:
         run()
     with open(f"{out}/{who}.steps.json", "w") as f:
