@@ -82,7 +82,7 @@ void append_key(std::string& out, const char* key) {
 
 // Events are written without the spaces of the head: a long run has
 // millions of them.
-void append_compact_key(std::string& out, const char* key) {
+void append_compact_key(std::string& out, std::string_view key) {
   out += '"';
   append_json_escaped(out, key);
   out += "\":";

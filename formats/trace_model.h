@@ -32,7 +32,7 @@ const char* category_name(Category c);
 // builder's name caches, string literals); `Hex` prints `u` as "0x...".
 struct Arg {
   enum class Type : uint8_t { Int, UInt, Double, String, View, Hex, Dim3 };
-  const char* key = "";
+  std::string_view key = "";  // a literal: its length is known where it is written
   Type type = Type::Int;
   int64_t i = 0;
   uint64_t u = 0;
@@ -41,13 +41,13 @@ struct Arg {
   std::string s;
   std::string_view v;
 
-  static Arg integer(const char* k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
-  static Arg uinteger(const char* k, uint64_t v) { Arg a; a.key = k; a.type = Type::UInt; a.u = v; return a; }
-  static Arg real(const char* k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
-  static Arg text(const char* k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
-  static Arg view(const char* k, std::string_view v) { Arg a; a.key = k; a.type = Type::View; a.v = v; return a; }
-  static Arg hex(const char* k, uint64_t v) { Arg a; a.key = k; a.type = Type::Hex; a.u = v; return a; }
-  static Arg dim3(const char* k, uint32_t x, uint32_t y, uint32_t z) {
+  static Arg integer(std::string_view k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
+  static Arg uinteger(std::string_view k, uint64_t v) { Arg a; a.key = k; a.type = Type::UInt; a.u = v; return a; }
+  static Arg real(std::string_view k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
+  static Arg text(std::string_view k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
+  static Arg view(std::string_view k, std::string_view v) { Arg a; a.key = k; a.type = Type::View; a.v = v; return a; }
+  static Arg hex(std::string_view k, uint64_t v) { Arg a; a.key = k; a.type = Type::Hex; a.u = v; return a; }
+  static Arg dim3(std::string_view k, uint32_t x, uint32_t y, uint32_t z) {
     Arg a; a.key = k; a.type = Type::Dim3; a.dim[0] = x; a.dim[1] = y; a.dim[2] = z; return a;
   }
 };

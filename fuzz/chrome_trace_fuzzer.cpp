@@ -13,6 +13,7 @@
 //   the table written (what `nbprof stats` relies on).
 #include <cmath>
 #include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "formats/chrome_trace.h"
@@ -162,20 +163,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                                      shown(written, 2000) + "\n" + shown(read, 2000));
   }
 
+  // The trace is written in pieces (head, events, tail: chrome_trace.h), so
+  // metadata, events, flows and counters are found by kind; within a kind
+  // they keep the order they were given in.
   const json& events = doc["traceEvents"];
-  NB_FUZZ_CHECK(events.is_array() && events.size() == 2 * n + 2 * n + n + n + n, "traceEvents count");
-  size_t at = 0;
-  for (size_t i = 0; i < n; ++i, at += 2) {
-    NB_FUZZ_CHECK(events[at]["args"]["name"] == nbfuzz::ref_repaired(f[i]), "process name " + events[at].dump());
-    NB_FUZZ_CHECK(events[at + 1]["args"]["sort_index"] == t.processes[i].sort_index, "process sort index");
+  NB_FUZZ_CHECK(events.is_array(), "traceEvents is an array");
+  std::vector<const json*> process_names, process_sorts, thread_names, thread_sorts, xs, flows, counters;
+  for (const json& e : events) {
+    const std::string ph = e["ph"].get<std::string>();
+    if (ph == "M") {
+      const std::string what = e["name"].get<std::string>();
+      if (what == "process_name") process_names.push_back(&e);
+      else if (what == "process_sort_index") process_sorts.push_back(&e);
+      else if (what == "thread_name") thread_names.push_back(&e);
+      else if (what == "thread_sort_index") thread_sorts.push_back(&e);
+      else NB_FUZZ_CHECK(false, "unknown metadata " + e.dump());
+    } else if (ph == "X") {
+      xs.push_back(&e);
+    } else if (ph == "s" || ph == "f") {
+      flows.push_back(&e);
+    } else if (ph == "C") {
+      counters.push_back(&e);
+    } else {
+      NB_FUZZ_CHECK(false, "unknown event " + e.dump());
+    }
   }
-  for (size_t i = 0; i < n; ++i, at += 2) {
-    NB_FUZZ_CHECK(events[at]["args"]["name"] == nbfuzz::ref_repaired(f[i]), "thread name " + events[at].dump());
-    NB_FUZZ_CHECK(events[at]["tid"] == static_cast<int64_t>(nbfuzz::number_u64(f[i])), "thread tid");
+  // With no process at all, pid 0's name opens the array.
+  NB_FUZZ_CHECK(process_names.size() == (n ? n : 1) && process_sorts.size() == n && thread_names.size() == n &&
+                    thread_sorts.size() == n && xs.size() == n && flows.size() == n && counters.size() == n,
+                "traceEvents count");
+  for (size_t i = 0; i < n; ++i) {
+    NB_FUZZ_CHECK((*process_names[i])["args"]["name"] == nbfuzz::ref_repaired(f[i]), "process name " + process_names[i]->dump());
+    NB_FUZZ_CHECK((*process_sorts[i])["args"]["sort_index"] == t.processes[i].sort_index, "process sort index");
+    NB_FUZZ_CHECK((*thread_names[i])["args"]["name"] == nbfuzz::ref_repaired(f[i]), "thread name " + thread_names[i]->dump());
+    NB_FUZZ_CHECK((*thread_names[i])["tid"] == static_cast<int64_t>(nbfuzz::number_u64(f[i])), "thread tid");
   }
-  for (size_t i = 0; i < n; ++i, ++at) {
+  for (size_t i = 0; i < n; ++i) {
     const Event& e = t.events[i];
-    const json& j = events[at];
+    const json& j = *xs[i];
     const std::string where = "event " + std::to_string(i);
     NB_FUZZ_CHECK(j["ph"] == "X" && j["cat"] == category_name(e.cat), where);
     NB_FUZZ_CHECK(j["name"] == (e.name < n ? nbfuzz::ref_repaired(f[e.name]) : "?"), where + " name " + j["name"].dump());
@@ -187,11 +212,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     NB_FUZZ_CHECK(a["grid"] == json::array({e.args[4].dim[0], e.args[4].dim[1], e.args[4].dim[2]}), where + " dim3");
     NB_FUZZ_CHECK(a[nbfuzz::ref_repaired(kKeys[i % 3])] == nbfuzz::ref_repaired(f[i]), where + " escaped key");
   }
-  for (size_t i = 0; i < n; ++i, ++at) {
-    NB_FUZZ_CHECK(events[at]["id"] == t.flows[i].id && events[at]["ph"] == (i % 2 == 0 ? "s" : "f"), "flow");
+  for (size_t i = 0; i < n; ++i) {
+    NB_FUZZ_CHECK((*flows[i])["id"] == t.flows[i].id && (*flows[i])["ph"] == (i % 2 == 0 ? "s" : "f"), "flow");
   }
-  for (size_t i = 0; i < n; ++i, ++at) {
-    const json& j = events[at];
+  for (size_t i = 0; i < n; ++i) {
+    const json& j = *counters[i];
     NB_FUZZ_CHECK(j["ph"] == "C" && j["name"] == nbfuzz::ref_repaired(f[i]), "counter " + j.dump());
     check_double(j["args"]["allocated"], t.counters[i].values[0].second, "counter value");
     check_double(j["args"][nbfuzz::ref_repaired(kKeys[i % 3])], t.counters[i].values[1].second, "counter value");

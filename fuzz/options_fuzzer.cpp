@@ -62,6 +62,20 @@ bool expected_value(const nb::OptionInfo& info, const std::string& v, std::strin
     text = want;
     return !want.empty() && want.find('|') == std::string::npos && choices.find("|" + want + "|") != std::string::npos;
   }
+  if (type == "Duration") {
+    // "0", or a duration the step marker's parser takes.
+    const std::string t = trim_lower(v);
+    uint64_t ns = 0;
+    if (t == "0") {
+      text = "0";
+      return true;
+    }
+    if (!nb::parse_duration_ns(t, ns)) return false;
+    nb::Duration d;
+    d.ns = ns;
+    text = nb::describe_duration(d);
+    return true;
+  }
   NB_FUZZ_CHECK(type == "UInt", "unknown option type " + type);
   uint64_t u = 0;
   if (!nb::parse_uint(v, info.min, info.max, u)) return false;

@@ -56,7 +56,13 @@ void check_duration(const std::string& text) {
     ++digits;
   }
   const std::string unit = text.substr(digits);
-  const long double scale = unit == "ns" ? 1 : unit == "us" ? 1e3L : unit == "ms" ? 1e6L : unit == "s" ? 1e9L : -1;
+  const long double scale = unit == "ns"   ? 1
+                            : unit == "us" ? 1e3L
+                            : unit == "ms" ? 1e6L
+                            : unit == "s"  ? 1e9L
+                            : unit == "m"  ? 60e9L
+                            : unit == "h"  ? 3600e9L
+                                           : -1;
   NB_FUZZ_CHECK(scale > 0, "accepted the unit '" + shown(unit) + "'");
   const long double want = std::strtold(text.substr(0, digits).c_str(), nullptr) * scale;
   NB_FUZZ_CHECK(std::fabs(static_cast<long double>(ns) - want) <= 1 + want * 1e-15L,
