@@ -134,7 +134,7 @@ uint64_t TraceBuilder::emit_host(const Record& r, uint32_t correlation) {
   if (r.flags & record_flag::kTeardown) a.push_back(Arg::uinteger("teardown", 1));
   switch (r.kind) {
     case Kind::Launch:
-      if (r.name != 0) a.push_back(Arg::view("kernel", names_.kernel_text(r.name)));
+      if (r.name != 0) a.push_back(Arg::name("kernel", names_.kernel(r.name)));
       a.push_back(Arg::dim3("grid", r.grid[0], r.grid[1], r.grid[2]));
       a.push_back(Arg::dim3("block", r.block[0], r.block[1], r.block[2]));
       a.push_back(Arg::uinteger("shared memory", r.shared_mem));

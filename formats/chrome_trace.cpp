@@ -95,7 +95,7 @@ void append_hex(std::string& out, uint64_t v) {
   out.append(buf, static_cast<size_t>(p - buf));
 }
 
-void append_args(std::string& out, const std::vector<Arg>& args) {
+void append_args(std::string& out, const std::vector<Arg>& args, const std::vector<std::string>* escaped_names) {
   out += "{";
   bool first = true;
   for (const Arg& a : args) {
@@ -113,6 +113,9 @@ void append_args(std::string& out, const std::vector<Arg>& args) {
         out += '"';
         break;
       case Arg::Type::Hex: append_hex(out, a.u); break;
+      case Arg::Type::Name:
+        out += escaped_names && a.u < escaped_names->size() ? (*escaped_names)[a.u] : std::string("\"?\"");
+        break;
       case Arg::Type::Dim3:
         out += '[';
         append_uint(out, a.dim[0]); out += ',';
@@ -429,20 +432,26 @@ char* put_us(char* p, int64_t ns) {
   p[3] = static_cast<char>('0' + frac % 10);
   return p + 4;
 }
+// Bytes that JSON escapes, or that need a UTF-8 check: not copied as they are.
+struct NotPlain {
+  bool byte[256];
+  constexpr NotPlain() : byte() {
+    for (int c = 0; c < 256; ++c) byte[c] = c < 0x20 || c >= 0x7F || c == '"' || c == '\\';
+  }
+};
+constexpr NotPlain kNotPlain;
+
 char* put_escaped(char* p, std::string_view s) {
   size_t i = 0;
-  for (; i < s.size(); ++i) {
-    const uint8_t c = static_cast<uint8_t>(s[i]);
-    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') break;
-    *p++ = static_cast<char>(c);
-  }
+  while (i < s.size() && !kNotPlain.byte[static_cast<uint8_t>(s[i])]) ++i;
+  p = put(p, s.substr(0, i));
   if (i == s.size()) return p;
   std::string rest;  // anything to escape: the general escaper, for the rest
   append_json_escaped(rest, s.substr(i));
   return put(p, rest);
 }
 
-size_t args_bound(const std::vector<Arg>& args) {
+size_t args_bound(const std::vector<Arg>& args, const std::vector<std::string>& names) {
   size_t n = 2;
   for (const Arg& a : args) {
     n += escaped_bound(a.key) + 4;
@@ -450,13 +459,14 @@ size_t args_bound(const std::vector<Arg>& args) {
       case Arg::Type::String: n += escaped_bound(a.s) + 2; break;
       case Arg::Type::View: n += escaped_bound(a.v) + 2; break;
       case Arg::Type::Dim3: n += 3 * 24 + 4; break;
+      case Arg::Type::Name: n += (a.u < names.size() ? names[a.u].size() : 0) + 3; break;
       default: n += 48; break;
     }
   }
   return n;
 }
 
-char* put_args(char* p, const std::vector<Arg>& args) {
+char* put_args(char* p, const std::vector<Arg>& args, const std::vector<std::string>& names) {
   *p++ = '{';
   bool first = true;
   for (const Arg& a : args) {
@@ -484,6 +494,9 @@ char* put_args(char* p, const std::vector<Arg>& args) {
         p = put_escaped(p, a.v);
         *p++ = '"';
         break;
+      case Arg::Type::Name:
+        p = put(p, a.u < names.size() ? std::string_view(names[a.u]) : std::string_view("\"?\""));
+        break;
       case Arg::Type::Hex:
         p = put(p, "\"0x");
         p = std::to_chars(p, p + 24, a.u, 16).ptr;
@@ -507,8 +520,11 @@ char* put_args(char* p, const std::vector<Arg>& args) {
 }  // namespace
 
 void EventText::event(std::string& out, const Event& e) {
+  for (const Arg& a : e.args) {
+    if (a.type == Arg::Type::Name) name(static_cast<uint32_t>(a.u));  // escaped and kept
+  }
   const std::string* shown = e.label.empty() ? &name(e.name) : nullptr;
-  const size_t bound = 160 + (shown ? shown->size() : escaped_bound(e.label) + 2) + args_bound(e.args);
+  const size_t bound = 160 + (shown ? shown->size() : escaped_bound(e.label) + 2) + args_bound(e.args, escaped_);
   if (bound <= kFastEventBytes) {
     char buf[kFastEventBytes];
     char* p = put(buf, ",\n{\"ph\":\"X\",\"cat\":\"");
@@ -535,7 +551,7 @@ void EventText::event(std::string& out, const Event& e) {
     }
     if (!e.args.empty()) {
       p = put(p, ",\"args\":");
-      p = put_args(p, e.args);
+      p = put_args(p, e.args, escaped_);
     }
     *p++ = '}';
     out.append(buf, static_cast<size_t>(p - buf));
@@ -555,7 +571,7 @@ void EventText::event(std::string& out, const Event& e) {
   }
   if (!e.args.empty()) {
     out += ",\"args\":";
-    append_args(out, e.args);
+    append_args(out, e.args, &escaped_);
   }
   out += "}";
 }

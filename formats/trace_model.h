@@ -31,7 +31,9 @@ const char* category_name(Category c);
 // `View` text is not copied: it must outlive the writing of its event (the
 // builder's name caches, string literals); `Hex` prints `u` as "0x...".
 struct Arg {
-  enum class Type : uint8_t { Int, UInt, Double, String, View, Hex, Dim3 };
+  // Name: `u` indexes the names events are named from (EventText's), so a
+  // kernel's name on every launch is escaped once.
+  enum class Type : uint8_t { Int, UInt, Double, String, View, Hex, Dim3, Name };
   std::string_view key = "";  // a literal: its length is known where it is written
   Type type = Type::Int;
   int64_t i = 0;
@@ -46,6 +48,7 @@ struct Arg {
   static Arg real(std::string_view k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
   static Arg text(std::string_view k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
   static Arg view(std::string_view k, std::string_view v) { Arg a; a.key = k; a.type = Type::View; a.v = v; return a; }
+  static Arg name(std::string_view k, uint32_t index) { Arg a; a.key = k; a.type = Type::Name; a.u = index; return a; }
   static Arg hex(std::string_view k, uint64_t v) { Arg a; a.key = k; a.type = Type::Hex; a.u = v; return a; }
   static Arg dim3(std::string_view k, uint32_t x, uint32_t y, uint32_t z) {
     Arg a; a.key = k; a.type = Type::Dim3; a.dim[0] = x; a.dim[1] = y; a.dim[2] = z; return a;
