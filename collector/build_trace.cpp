@@ -78,6 +78,10 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
     if (id < ctx.stacks.size()) t.stacks.emplace_back(id, ctx.stacks[id]);
   }
   t.stacks_ts_ns = tl.first_ns() == INT64_MAX ? base_ns : static_cast<uint64_t>(tl.first_ns());
+  // A flight recorder's file starts later: its stacks sit where it starts.
+  if (ctx.window_from != 0) {
+    t.stacks_ts_ns = std::max<uint64_t>(t.stacks_ts_ns, static_cast<uint64_t>(ctx.time.epoch_ns(ctx.window_from)));
+  }
   add_run_summary(s, ctx, t);
   t.trace_name = ctx.prefix + ".trace.json";
   // The ranking table as write_outputs prints it, as data ("nbTable"): `nbprof stats`.

@@ -61,24 +61,6 @@ bool deflate_piece(const std::string& in, int level, bool last, std::string& out
   return rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR;
 }
 
-// The events of `text` (",\n{...}" each, as EventText writes them) whose
-// "ts" is `from_ts` or later. Each event's first "ts" key is its own: names
-// and arguments are strings, whose quotes are escaped, or nb's own keys.
-std::string events_from(const std::string& text, double from_ts) {
-  std::string out;
-  out.reserve(text.size());
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t next = text.find(",\n{", at + 1);
-    if (next == std::string::npos) next = text.size();
-    const size_t key = text.find("\"ts\":", at);
-    const double ts = key < next ? std::strtod(text.c_str() + key + 5, nullptr) : from_ts;
-    if (ts >= from_ts) out.append(text, at, next - at);
-    at = next;
-  }
-  return out;
-}
-
 void put_le32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -283,25 +265,95 @@ void TraceWriter::run() {
 }
 
 namespace {
-// A slice's text, inflated when it is compressed (a raw deflate stream ended
-// on a byte boundary, without a final block: inflate stops at its end).
-bool read_slice_text(const TraceBody::Slice& s, int level, std::string& text) {
-  std::string stored(s.stored, '\0');
-  if (!read_all(s.fd, 0, stored.data(), stored.size())) return false;
-  if (level == 0) {
-    text.swap(stored);
-    return true;
+// Writes the events of slice `s` whose "ts" is `from_ts` or later to `put`,
+// as a piece of the file's deflate stream (raw text when `level` is 0), a
+// buffer at a time: a slice can hold a hundred MB of text. `crc` and `raw`
+// grow by the text kept. False when the slice cannot be read back.
+// Events are ",\n{...}" each, as EventText writes them; each event's first
+// "ts" key is its own (names and arguments are strings, whose quotes are
+// escaped, or nb's own keys).
+bool filter_slice(const TraceBody::Slice& s, int level, double from_ts, const std::function<void(const char*, size_t)>& put,
+                  uint32_t& crc, uint64_t& raw) {
+  z_stream in{}, out{};
+  const bool gz = level > 0;
+  if (gz && inflateInit2(&in, -15) != Z_OK) return false;
+  if (gz && deflateInit2(&out, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    inflateEnd(&in);
+    return false;
   }
-  z_stream zs{};
-  if (inflateInit2(&zs, -15) != Z_OK) return false;
-  zs.next_in = reinterpret_cast<Bytef*>(stored.data());
-  zs.avail_in = static_cast<uInt>(stored.size());
-  text.resize(s.raw);
-  zs.next_out = reinterpret_cast<Bytef*>(text.data());
-  zs.avail_out = static_cast<uInt>(text.size());
-  const int rc = inflate(&zs, Z_SYNC_FLUSH);
-  const bool ok = (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR) && zs.total_out == s.raw;
-  inflateEnd(&zs);
+  std::vector<char> stored(size_t(1) << 20), text_buf(size_t(1) << 20), zbuf(size_t(1) << 18);
+  std::string pending;  // text not yet split into whole events
+  bool ok = true;
+  const auto emit = [&](const char* p, size_t n, bool last) {
+    crc = static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(p), n));
+    raw += n;
+    if (!gz) {
+      put(p, n);
+      return;
+    }
+    out.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
+    out.avail_in = static_cast<uInt>(n);
+    do {
+      out.next_out = reinterpret_cast<Bytef*>(zbuf.data());
+      out.avail_out = static_cast<uInt>(zbuf.size());
+      deflate(&out, last ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+      put(zbuf.data(), zbuf.size() - out.avail_out);
+    } while (out.avail_out == 0);
+  };
+  // Whole events of `pending` (each starts with ",\n{"), up to the last
+  // start, unless `all`.
+  const auto take = [&](bool all) {
+    size_t at = 0;
+    std::string kept;
+    while (at < pending.size()) {
+      size_t next = pending.find(",\n{", at + 1);
+      if (next == std::string::npos) {
+        if (!all) break;
+        next = pending.size();
+      }
+      const size_t key = pending.find("\"ts\":", at);
+      const double ts = key < next ? std::strtod(pending.c_str() + key + 5, nullptr) : from_ts;
+      if (ts >= from_ts) kept.append(pending, at, next - at);
+      at = next;
+    }
+    pending.erase(0, at);
+    if (!kept.empty()) emit(kept.data(), kept.size(), false);
+  };
+  for (uint64_t at = 0; ok && at < s.stored;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(stored.size(), s.stored - at));
+    if (!read_all(s.fd, at, stored.data(), n)) {
+      ok = false;
+      break;
+    }
+    at += n;
+    if (!gz) {
+      pending.append(stored.data(), n);
+    } else {
+      in.next_in = reinterpret_cast<Bytef*>(stored.data());
+      in.avail_in = static_cast<uInt>(n);
+      do {
+        in.next_out = reinterpret_cast<Bytef*>(text_buf.data());
+        in.avail_out = static_cast<uInt>(text_buf.size());
+        const uInt before = in.avail_in;
+        const int rc = inflate(&in, Z_SYNC_FLUSH);
+        const size_t got = text_buf.size() - in.avail_out;
+        if ((rc != Z_OK && rc != Z_BUF_ERROR && rc != Z_STREAM_END) || (got == 0 && in.avail_in == before)) {
+          ok = rc == Z_BUF_ERROR && in.avail_in == 0;  // no progress: corrupt, unless all was taken
+          break;
+        }
+        pending.append(text_buf.data(), got);
+      } while (in.avail_out == 0 || in.avail_in != 0);
+    }
+    take(false);
+  }
+  if (ok) {
+    take(true);
+    emit("", 0, true);  // ends the piece on a byte boundary
+  }
+  if (gz) {
+    inflateEnd(&in);
+    deflateEnd(&out);
+  }
   return ok;
 }
 }  // namespace
@@ -471,21 +523,19 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
       if (s.max_ts < how.from_ts) continue;  // wholly before: left out
       if (s.min_ts < how.from_ts) {
         // Partly before: its events from `from_ts` on, as a piece of their own.
-        std::string text, piece;
-        if (!read_slice_text(s, config_.level, text)) {
+        uint32_t piece_crc = 0;
+        uint64_t piece_raw = 0;
+        if (!filter_slice(s, config_.level, how.from_ts, [&](const char* p, size_t n) {
+              os.write(p, static_cast<std::streamsize>(n));
+              written += n;
+            }, piece_crc, piece_raw)) {
           errno = EIO;
           os.setstate(std::ios::badbit);
           return;
         }
-        text = events_from(text, how.from_ts);
         if (gz) {
-          deflate_piece(text, config_.level, false, piece);
-          put(piece);
-          crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(text.data()), text.size())),
-                                                    static_cast<z_off_t>(text.size())));
-          raw += text.size();
-        } else {
-          put(text);
+          crc = static_cast<uint32_t>(crc32_combine(crc, piece_crc, static_cast<z_off_t>(piece_raw)));
+          raw += piece_raw;
         }
         continue;
       }

@@ -115,3 +115,24 @@ TEST_CASE("trace file: a body that cannot be kept gives one problem, and no file
   CHECK_FALSE(f.finish(kHead, kTail, TraceFinish{}, again));
   CHECK(again == problem);
 }
+
+TEST_CASE("trace file: a slice of many MB is cut at a time a buffer at a time", "[trace_file]") {
+  for (int level : {0, 1}) {
+    DYNAMIC_SECTION("level " << level) {
+      nbtest::TempDir dir;
+      TraceWriter writer;
+      TraceFile f(writer, TraceFileConfig{dir.file("big.trace.json.gz"), level});
+      std::string problem;
+      REQUIRE(f.open(problem));
+      // One slice of 100,000 events (about 9 MB of text), cut in its middle.
+      for (int i = 0; i < 100000; ++i) add(f, i);
+      TraceFinish how;
+      how.from_ts = 61234;
+      REQUIRE(f.finish(kHead, kTail, how, problem));
+      std::string expected = kHead;
+      for (int i = 61234; i < 100000; ++i) expected += event(i);
+      const std::string bytes = nbtest::read_file(dir.file("big.trace.json.gz"));
+      CHECK((level == 0 ? bytes : gunzip_one(bytes)) == expected + kTail);
+    }
+  }
+}
