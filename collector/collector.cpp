@@ -152,6 +152,17 @@ void Collector::hand_over_device() {
   if (tracer_) tracer_->hand_over();
 }
 
+void Collector::before_fork() {
+  pass_locked_for_fork_ = pass_mu_.try_lock_for(std::chrono::seconds(2));
+  writer_.hold_for_fork();
+}
+
+void Collector::after_fork() {
+  writer_.release_after_fork();
+  if (pass_locked_for_fork_) pass_mu_.unlock();
+  pass_locked_for_fork_ = false;
+}
+
 bool Collector::start() {
   start_anchor_ = read_anchor();
   sigset_t all, old;
@@ -423,6 +434,7 @@ void Collector::run() {
     size_t n = 0;
     frames_drained_ = 0;
     try {
+      std::lock_guard<std::timed_mutex> pass(pass_mu_);
       n = drain_once();
     } catch (...) {
       // Out of memory while storing records: what was being consumed is

@@ -42,6 +42,8 @@ class Collector final : public Recorder {
   void finish_tagged(const std::string& tag) override;
   void resume_device() override;
   void hand_over_device() override;
+  void before_fork() override;
+  void after_fork() override;
 
   // One pass over all rings (the thread's loop body; tests call it).
   size_t drain_once();
@@ -177,6 +179,8 @@ class Collector final : public Recorder {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
+  std::timed_mutex pass_mu_;    // held by a drain pass; a fork waits for it
+  bool pass_locked_for_fork_ = false;
   uint64_t base_ns_ = 0;        // traces' baseTimeNanoseconds: the second nb began in
   // Flight recorder (NB_KEEP; collector.cpp, keep_pass).
   void keep_pass(uint64_t now_ns);

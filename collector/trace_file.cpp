@@ -247,6 +247,22 @@ void TraceWriter::submit(Job job) {
   cv_.notify_one();
 }
 
+void TraceWriter::hold_for_fork() {
+  // mu_ first (never held with work_mu_ by the thread), a few tries.
+  held_for_fork_ = false;
+  for (int i = 0; i < 2000 && !held_for_fork_; ++i) {
+    held_for_fork_ = mu_.try_lock();
+    if (!held_for_fork_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  work_held_for_fork_ = work_mu_.try_lock_for(std::chrono::seconds(2));
+}
+
+void TraceWriter::release_after_fork() {
+  if (work_held_for_fork_) work_mu_.unlock();
+  if (held_for_fork_) mu_.unlock();
+  held_for_fork_ = work_held_for_fork_ = false;
+}
+
 void TraceWriter::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -256,8 +272,11 @@ void TraceWriter::run() {
     jobs_.pop_front();
     lock.unlock();
     const size_t in_memory = job.text.size();
-    work(job);
-    job = Job{};  // the buffer is freed before the room is given back
+    {
+      std::lock_guard<std::timed_mutex> busy(work_mu_);
+      work(job);
+      job = Job{};  // the buffer is freed before the room is given back
+    }
     lock.lock();
     queued_memory_ -= in_memory;
     done_cv_.notify_all();

@@ -49,6 +49,11 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
+  // Around a fork: the thread finishes the buffer it is on and waits
+  // (at most 2 s), so that the child inherits no lock it held.
+  void hold_for_fork();
+  void release_after_fork();
+
   // Bytes of text handed over and not yet compressed (all files).
   uint64_t pending_bytes() const { return pending_bytes_.load(std::memory_order_relaxed); }
   // Text that went through the backlog file so far, and how often a buffer
@@ -74,6 +79,8 @@ class TraceWriter {
   bool open_backlog(const std::string& near_path);
 
   size_t memory_limit_;
+  std::timed_mutex work_mu_;  // held while a job is worked on (and freed)
+  bool held_for_fork_ = false, work_held_for_fork_ = false;
   std::mutex mu_;
   std::condition_variable cv_;       // the thread waits for jobs
   std::condition_variable done_cv_;  // barriers and memory room

@@ -80,6 +80,12 @@ class Recorder {
   // The program's own CUPTI client is starting (torch.profiler): take what
   // CUPTI holds of ours and leave CUPTI to it.
   virtual void hand_over_device() = 0;
+  // Around a fork (pthread_atfork): nb's threads are let finish what they
+  // are doing and hold still, so that none is inside the allocator or
+  // another lock the child inherits held; at most a couple of seconds, then
+  // the fork goes on regardless. after_fork() in the parent and the child.
+  virtual void before_fork() = 0;
+  virtual void after_fork() = 0;
 };
 
 // Defined by the collector (collector/recorder.cpp).

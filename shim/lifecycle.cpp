@@ -268,7 +268,17 @@ bool finish(bool wait_for_other) {
 // the parent's collector thread (it does not exist in the child) and CUDA
 // does not carry over a fork: its CUDA calls pass straight through, said
 // once. A child that execs starts afresh either way.
+void on_fork_prepare() {
+  if (g_recorder != nullptr) g_recorder->before_fork();
+}
+
+void on_fork_parent() {
+  if (g_recorder != nullptr) g_recorder->after_fork();
+}
+
 void on_fork_child() {
+  // The locks nb's threads were held at (they do not exist here).
+  if (g_recorder != nullptr) g_recorder->after_fork();
   t_state = ThreadState{};
   if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::Uninit)) return;
   set_state(State::ForkedChild);

@@ -137,7 +137,7 @@ __attribute__((constructor)) void on_load() {
   // program moves its fd 2 later.
   log::open_stream();
   if (second_copy()) return;
-  pthread_atfork(nullptr, nullptr, on_fork_child);
+  pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
   try {
     read_settings_once();
   } catch (...) {

@@ -44,7 +44,11 @@ bool finish(bool wait_for_other = true);
 // <prefix>.exec.* (the new image writes its own). Not in a vfork child,
 // which shares this process's memory until it execs.
 void finish_before_exec(const char* path);
-void on_fork_child();     // a forked child (without exec): Disabled
+// A fork: nb's threads hold still across it (Recorder::before_fork), then
+// the child is Disabled (without exec).
+void on_fork_prepare();
+void on_fork_parent();
+void on_fork_child();
 
 extern std::atomic<bool> g_exit_handler_registered;
 void register_exit_handler();  // once, after the first recorded call returned

@@ -90,6 +90,28 @@ def order_join(ctx, a):
         ctx.say(f"order join: median {statistics.median(ns):.1f} ns per call + record over {len(ns)} runs")
 
 
+@scenario("collector", gpu=False, backs="performance.md: the collector thread's cost per record (join + trace events)",
+          options=[option("--calls", type=int, default=1000000),
+                   option("--runs", type=int, default=5)])
+def collector(ctx, a):
+    """The collector thread's cost per record (nb-bench-collector): CALLS
+    launch records into a Session that streams its events to a gzip trace
+    (the writer thread compresses beside it), each joined by the order join
+    to its kernel record, in passes of 8,192; ns of the collector thread's
+    CPU per record (host + device), median of RUNS runs."""
+    ctx.section(f"{a.runs} runs of {a.calls} calls")
+    ns = []
+    for i in range(a.runs):
+        out = ctx.run([ctx.build.bench("nb-bench-collector"), a.calls, ctx.work], log="collector")
+        if out.rc:
+            raise SystemExit(f"collector: not every call joined, or the trace failed:\n{out}")
+        ns.append(out.value("ns_per_record"))
+        ctx.say(out.strip())
+    if all(ns):
+        med = statistics.median(ns)
+        ctx.say(f"collector: median {med:.1f} ns per record ({1e9 / med:,.0f} records/s) over {len(ns)} runs")
+
+
 @scenario("alloc-stack", gpu=False,
           backs="performance.md: a stack's cost per allocation (native + Python); a flood of deep stacks "
                 "(records dropped, stacks lost)",
