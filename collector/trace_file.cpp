@@ -108,6 +108,7 @@ struct TraceBody {
           return false;
         }
         z_ready = true;
+        current = level;
       } else {
         deflateReset(&zs);
       }
@@ -139,6 +140,46 @@ struct TraceBody {
       if (n != 0 && !store(out.data(), n)) return false;
     } while (zs.avail_out == 0);
     return true;
+  }
+
+  // The level follows the text's rate: the configured one while text comes
+  // slower than kFast bytes a second (level 9 compresses about 90 MB/s on
+  // the CI kind, so it costs under a tenth of a core), level 1 (about five
+  // times faster) above that or while more than kBehind bytes wait; back
+  // below half that rate with the writer caught up. Within one deflate
+  // stream (deflateParams), so the file stays one member.
+  static constexpr uint64_t kFast = uint64_t(8) << 20;
+  static constexpr uint64_t kBehind = uint64_t(4) << 20;
+  int current = 0;  // the level in use, once zlib is set up
+  uint64_t window_bytes = 0;
+  std::chrono::steady_clock::time_point window_start{};
+  double rate = 0;  // bytes a second, over the last half second or more
+  void pace(uint64_t waiting, size_t n) {
+    if (level <= 1 || !z_ready || !failed.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (window_start == std::chrono::steady_clock::time_point{}) window_start = now;
+    window_bytes += n;
+    const double secs = std::chrono::duration<double>(now - window_start).count();
+    if (secs >= 0.5) {
+      rate = static_cast<double>(window_bytes) / secs;
+      window_bytes = 0;
+      window_start = now;
+    }
+    const bool fast = rate > static_cast<double>(kFast) || waiting > kBehind;
+    const bool calm = rate < static_cast<double>(kFast) / 2 && waiting < kBehind / 4;
+    const int want = fast ? 1 : calm ? level : current;
+    if (want == current) return;
+    zs.next_in = nullptr;
+    zs.avail_in = 0;
+    int rc;
+    do {
+      zs.next_out = out.data();
+      zs.avail_out = static_cast<uInt>(out.size());
+      rc = deflateParams(&zs, want, Z_DEFAULT_STRATEGY);
+      const size_t n = out.size() - zs.avail_out;
+      if (n != 0 && !store(out.data(), n)) return;
+    } while (rc == Z_BUF_ERROR);
+    if (rc == Z_OK) current = want;
   }
 
   void append(const char* p, size_t n) {
@@ -296,7 +337,9 @@ bool filter_slice(const TraceBody::Slice& s, int level, double from_ts, const st
   z_stream in{}, out{};
   const bool gz = level > 0;
   if (gz && inflateInit2(&in, -15) != Z_OK) return false;
-  if (gz && deflateInit2(&out, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  // Level 1 for the kept part: it is written while the program waits (at
+  // exit, or a dump on the collector thread).
+  if (gz && deflateInit2(&out, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     inflateEnd(&in);
     return false;
   }
@@ -383,11 +426,13 @@ void TraceWriter::work(Job& job) {
     case Job::Kind::Text: {
       uint64_t n = job.text.size();
       if (!job.text.empty()) {
+        b.pace(pending_bytes_.load(std::memory_order_relaxed), job.text.size());
         b.append(job.text.data(), job.text.size());
       } else if (job.length != 0) {
         n = job.length;
         read_buf_.resize(job.length);
         if (read_all(backlog_fd_, job.offset, read_buf_.data(), job.length)) {
+          b.pace(pending_bytes_.load(std::memory_order_relaxed), job.length);
           b.append(read_buf_.data(), job.length);
         } else if (b.failed.empty()) {
           b.failed = "could not read back the trace's backlog";

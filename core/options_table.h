@@ -61,9 +61,10 @@
   NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "0", 0, 1000000000000, ,          \
     "Most host calls in the timeline, 0 = all (the trace streams to disk as the run goes; " \
     "calls past the limit still count in the table)")                                       \
-  NB_OPTION(compress, NB_COMPRESS, UInt, "1", 0, 9, ,                                        \
-    "The trace's gzip level: 1 (fastest) to 9; 0 = plain JSON, PREFIX.trace.json instead "  \
-    "of PREFIX.trace.json.gz")                                                              \
+  NB_OPTION(compress, NB_COMPRESS, UInt, "9", 0, 9, ,                                        \
+    "The trace's gzip level, 1 (fastest) to 9, while events come slower than 8 MB of text "  \
+    "a second (level 1 above); 0 = plain JSON, PREFIX.trace.json instead of "               \
+    "PREFIX.trace.json.gz")                                                                 \
   NB_OPTION(keep, NB_KEEP, Duration, "0", 0, 0, ,                                            \
     "Flight recorder: keep only the last DURATION (e.g. 30s, 5m) of trace and memory "      \
     "history, written at exit, on a terminating signal, or on each SIGUSR2 with "           \

@@ -82,7 +82,7 @@ TEST_CASE("NB_KEEP with NB_TRIGGER=signal: each SIGUSR2 writes the last DURATION
   if (pid == 0) {
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     if (chdir(dir.path().c_str()) != 0) _exit(126);
-    const auto argv = demo(4);
+    const auto argv = demo(7);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

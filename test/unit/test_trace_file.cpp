@@ -136,3 +136,21 @@ TEST_CASE("trace file: a slice of many MB is cut at a time a buffer at a time", 
     }
   }
 }
+
+TEST_CASE("trace file: text that comes faster than level 9 compresses still makes one valid member", "[trace_file]") {
+  // About 20 MB of events at once: the writer falls behind by more than
+  // 8 MB, drops to level 1, and goes back to 9 as it catches up.
+  nbtest::TempDir dir;
+  TraceWriter writer;
+  TraceFile f(writer, TraceFileConfig{dir.file("fast.trace.json.gz"), 9});
+  std::string problem;
+  REQUIRE(f.open(problem));
+  std::string expected = kHead;
+  for (int i = 0; i < 220000; ++i) {
+    add(f, i);
+    expected += event(i);
+  }
+  expected += kTail;
+  REQUIRE(f.finish(kHead, kTail, TraceFinish{}, problem));
+  CHECK(gunzip_one(nbtest::read_file(dir.file("fast.trace.json.gz"))) == expected);
+}
