@@ -119,3 +119,33 @@ TEST_CASE("NB_KEEP with NB_TRIGGER=signal: each SIGUSR2 writes the last DURATION
   CHECK(d2.second > d1.second + 0.8e6);
   CHECK(end.second > d2.second + 0.5e6);
 }
+
+TEST_CASE("NB_KEEP: a process about to die of SIGTERM writes the last DURATION, then dies of it", "[integration][keep]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("k"));
+  env["NB_KEEP"] = "1s";
+  env["NB_PRINT_TABLE"] = "0";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    if (chdir(dir.path().c_str()) != 0) _exit(126);
+    const auto argv = demo(30);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  const auto trace = nbtest::nbread("trace", dir.file("k.trace.json.gz"));
+  const auto [lo, hi] = work_span(trace);
+  CHECK(hi - lo <= 1.0e6 + 1000);
+  CHECK(hi - lo >= 0.5e6);
+  CHECK(nbtest::read_file(dir.file("k.table.txt")).find("Flight recorder (NB_KEEP=1s)") != std::string::npos);
+}
