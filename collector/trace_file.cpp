@@ -502,17 +502,22 @@ void TraceFile::hand_over() {
   writer_.submit(std::move(job));
 }
 
-void TraceFile::end_slice(size_t keep) {
-  if (!body_) return;
-  hand_over();
+TraceWriter::Job TraceFile::slice_job(TraceWriter::Job::Kind kind) {
   TraceWriter::Job job;
-  job.kind = TraceWriter::Job::Kind::EndSlice;
+  job.kind = kind;
   job.body = body_;
-  job.keep_slices = keep;
-  job.min_ts = min_ts_;
+  job.min_ts = min_ts_;  // the times of the slice this job closes (or pauses)
   job.max_ts = max_ts_;
   min_ts_ = 1e300;
   max_ts_ = -1e300;
+  return job;
+}
+
+void TraceFile::end_slice(size_t keep) {
+  if (!body_) return;
+  hand_over();
+  TraceWriter::Job job = slice_job(TraceWriter::Job::Kind::EndSlice);
+  job.keep_slices = keep;
   writer_.submit(std::move(job));
 }
 
@@ -532,14 +537,8 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
   // is reached (one thread, jobs in order).
   const uint64_t waiting = writer_.pending_bytes();
   auto done = std::make_shared<std::atomic<bool>>(false);
-  TraceWriter::Job job;
-  job.kind = TraceWriter::Job::Kind::Barrier;
-  job.body = body_;
+  TraceWriter::Job job = slice_job(TraceWriter::Job::Kind::Barrier);
   job.done = done;
-  job.min_ts = min_ts_;
-  job.max_ts = max_ts_;
-  min_ts_ = 1e300;
-  max_ts_ = -1e300;
   writer_.submit(std::move(job));
   const auto began = std::chrono::steady_clock::now();
   auto next_report = began + std::chrono::seconds(2);

@@ -153,6 +153,7 @@ class TraceFile {
  private:
   static constexpr size_t kChunk = size_t(1) << 20;
   void hand_over();
+  TraceWriter::Job slice_job(TraceWriter::Job::Kind kind);
   TraceWriter& writer_;
   TraceFileConfig config_;
   std::shared_ptr<TraceBody> body_;

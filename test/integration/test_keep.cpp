@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -27,6 +28,20 @@ std::pair<double, double> work_span(const nlohmann::json& trace) {
 
 std::vector<std::string> demo(double seconds) {
   return {NB_DEMO_PATH, "--seconds", std::to_string(seconds), "--rate", "20000", "--launches-only"};
+}
+
+// Starts the demo under the shim in `dir`, for signals to be sent while it runs.
+pid_t start_demo(const nbtest::TempDir& dir, const std::map<std::string, std::string>& env, double seconds) {
+  const std::vector<std::string> argv = demo(seconds);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  if (chdir(dir.path().c_str()) != 0) _exit(126);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
 }
 
 }  // namespace
@@ -76,19 +91,8 @@ TEST_CASE("NB_KEEP with NB_TRIGGER=signal: each SIGUSR2 writes the last DURATION
   env["NB_KEEP"] = "1s";
   env["NB_TRIGGER"] = "signal";
   env["NB_PRINT_TABLE"] = "0";
-  // Started by hand so that signals can be sent while it runs.
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    if (chdir(dir.path().c_str()) != 0) _exit(126);
-    const auto argv = demo(7);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid = start_demo(dir, env, 7);
+  REQUIRE(pid > 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(pid, SIGUSR2);
   for (int i = 0; i < 100 && !nbtest::file_exists(dir.file("k.d1.table.txt")); ++i) {
@@ -125,18 +129,8 @@ TEST_CASE("NB_KEEP: a process about to die of SIGTERM writes the last DURATION, 
   auto env = nbtest::shim_env(dir.file("k"));
   env["NB_KEEP"] = "1s";
   env["NB_PRINT_TABLE"] = "0";
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    if (chdir(dir.path().c_str()) != 0) _exit(126);
-    const auto argv = demo(30);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid = start_demo(dir, env, 30);
+  REQUIRE(pid > 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   kill(pid, SIGTERM);
   int status = 0;
