@@ -524,7 +524,11 @@ void Collector::finish_tagged(const std::string& tag) {
     return;
   }
   if (options_.census) write_census(ctx);
-  keep_context(ctx, monotonic_ns());
+  // The span kept ends with the last call recorded, not when the files are
+  // written: exit can take a while after the program's last call.
+  uint64_t end_ns = monotonic_ns();
+  if (keep_ns_ != 0 && session_->last() != 0) end_ns = std::min(end_ns, ctx.time.mono_ns(session_->last()) + 1000000);
+  keep_context(ctx, end_ns);
   if (step_ends_dropped_) ctx.notes.push_back("Steps past the first million not shown as spans: " + std::to_string(step_ends_dropped_));
   write(main_, std::move(ctx));
 }

@@ -72,8 +72,10 @@ TEST_CASE("NB_KEEP: the trace and memory history hold the last DURATION, and the
                         "of the last ([0-9.]+) s \\(of ([0-9]+) in all\\)");
   std::smatch m;
   REQUIRE(std::regex_search(table, m, line));
+  // Whole slices: a sixteenth of NB_KEEP more, or a collector pass more
+  // when passes are longer (a slow machine, a sanitizer).
   CHECK(std::stod(m[2]) >= 1.0);
-  CHECK(std::stod(m[2]) <= 1.2);
+  CHECK(std::stod(m[2]) <= 3.0);
   CHECK(std::stoul(m[1]) < std::stoul(m[3]));
   // The snapshot's history starts where the trace does.
   const auto snapshot = nbtest::nbread("snapshot", dir.file("k.memory.pickle"));
