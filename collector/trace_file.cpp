@@ -83,7 +83,6 @@ struct TraceBody {
   bool z_ready = false;
   std::deque<Slice> slices;
   std::string failed;  // the first problem; nothing more is written once set
-  std::atomic<uint64_t> raw_kept{0};
   std::vector<unsigned char> out = std::vector<unsigned char>(size_t(1) << 18);
 
   ~TraceBody() {
@@ -186,7 +185,6 @@ struct TraceBody {
     if (!failed.empty() || n == 0) return;
     Slice& s = slices.back();
     s.raw += n;
-    raw_kept.fetch_add(n, std::memory_order_relaxed);
     if (level == 0) {
       store(p, n);
       return;
@@ -275,7 +273,6 @@ void TraceWriter::submit(Job job) {
       job.offset = backlog_end_;
       job.length = n;
       backlog_end_ += n;
-      backlog_total_.fetch_add(n, std::memory_order_relaxed);
       std::string().swap(job.text);
     } else {
       // No backlog: wait for room (the rings hold what comes meanwhile).
@@ -449,7 +446,6 @@ void TraceWriter::work(Job& job) {
       b.close_slice();
       if (b.failed.empty() && b.new_slice() && job.keep_slices != 0) {
         while (b.slices.size() > job.keep_slices) {
-          b.raw_kept.fetch_sub(b.slices.front().raw, std::memory_order_relaxed);
           ::close(b.slices.front().fd);
           b.slices.pop_front();
         }
@@ -519,10 +515,6 @@ void TraceFile::end_slice(size_t keep) {
   TraceWriter::Job job = slice_job(TraceWriter::Job::Kind::EndSlice);
   job.keep_slices = keep;
   writer_.submit(std::move(job));
-}
-
-uint64_t TraceFile::text_bytes() const {
-  return (body_ ? body_->raw_kept.load(std::memory_order_relaxed) : 0) + text_.size();
 }
 
 bool TraceFile::finish(const std::string& head, const std::string& tail, const TraceFinish& how, std::string& problem,

@@ -56,9 +56,6 @@ class TraceWriter {
 
   // Bytes of text handed over and not yet compressed (all files).
   uint64_t pending_bytes() const { return pending_bytes_.load(std::memory_order_relaxed); }
-  // Text that went through the backlog file so far, and how often a buffer
-  // had to wait for memory because no backlog file could be made.
-  uint64_t backlog_bytes() const { return backlog_total_.load(std::memory_order_relaxed); }
 
  private:
   friend class TraceFile;
@@ -90,7 +87,6 @@ class TraceWriter {
   bool started_ = false;
   std::thread thread_;
   std::atomic<uint64_t> pending_bytes_{0};
-  std::atomic<uint64_t> backlog_total_{0};
   int backlog_fd_ = -1;        // -1: none yet; -2: could not be made
   uint64_t backlog_end_ = 0;   // where the next buffer goes (collector side)
   std::vector<char> read_buf_;  // the thread's, for backlog text
@@ -145,9 +141,7 @@ class TraceFile {
   bool finish(const std::string& head, const std::string& tail, const TraceFinish& how, std::string& problem,
               const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
 
-  // Uncompressed bytes of events so far (kept slices), and the file's size
-  // once finished.
-  uint64_t text_bytes() const;
+  // The file's size once finished.
   uint64_t file_bytes() const { return file_bytes_; }
 
  private:
