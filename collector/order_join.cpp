@@ -49,9 +49,7 @@ bool order_join_fits(const OrderJoin::Host& h, const DeviceRecord& d, bool stric
 }
 
 void OrderJoin::add(const Host& h) {
-  auto [it, fresh] = calls_.emplace(Key{h.start_ns, h.id}, Call{h});
-  if (!fresh) return;  // the same record twice
-  open_.emplace(it->first, &it->second);
+  incoming_.push_back(Slot{Key{h.start_ns, h.id}, h, true});
   newest_start_ = std::max(newest_start_, h.start_ns);
 }
 
@@ -71,15 +69,67 @@ uint64_t OrderJoin::widen(uint32_t id) {
 
 void OrderJoin::add(const DeviceRecord& d, uint64_t arrival_ns) {
   const uint64_t id = d.correlation == 0 ? 0 : widen(d.correlation);
-  waiting_.emplace(id, Pending{d, id, arrival_ns});
+  arriving_.push_back(Pending{d, id, arrival_ns});
+}
+
+void OrderJoin::merge_arrivals() {
+  // Calls: sorted, then appended (a thread's calls come in order, so most
+  // passes only append) or merged in.
+  if (!incoming_.empty()) {
+    const auto by_key = [](const Slot& a, const Slot& b) { return a.key < b.key; };
+    std::sort(incoming_.begin(), incoming_.end(), by_key);
+    const size_t old = open_.v.size();
+    const bool append = open_.empty() || open_.back().key < incoming_.front().key;
+    size_t from = old;
+    if (!append) {
+      from = static_cast<size_t>(std::upper_bound(open_.begin(), open_.end(), incoming_.front(), by_key) - open_.v.begin());
+    }
+    open_.v.insert(open_.v.end(), incoming_.begin(), incoming_.end());
+    if (!append) {
+      std::inplace_merge(open_.v.begin() + static_cast<std::ptrdiff_t>(from),
+                         open_.v.begin() + static_cast<std::ptrdiff_t>(old), open_.v.end(), by_key);
+    }
+    // The same record twice (kept: the first), or one still kept as passed over.
+    size_t out = from;
+    for (size_t i = from; i < open_.v.size(); ++i) {
+      Slot& s = open_.v[i];
+      const bool twice = s.live && ((out > open_.head && open_.v[out - 1].live && open_.v[out - 1].key == s.key) ||
+                                    passed_.count(s.key) != 0);
+      if (twice) continue;
+      if (out != i) open_.v[out] = s;
+      ++out;
+    }
+    open_live_ += incoming_.size() - (open_.v.size() - out);
+    open_.v.resize(out);
+    incoming_.clear();
+  }
+  // Records: sorted by id, equal ids in arrival order (stable; those waiting
+  // already came first).
+  if (!arriving_.empty()) {
+    const auto by_id = [](const Pending& a, const Pending& b) { return a.id < b.id; };
+    std::stable_sort(arriving_.begin(), arriving_.end(), by_id);
+    const size_t old = waiting_.v.size();
+    const bool append = waiting_.empty() || !(arriving_.front().id < waiting_.back().id);
+    size_t from = old;
+    if (!append) {
+      from = static_cast<size_t>(std::upper_bound(waiting_.begin(), waiting_.end(), arriving_.front(), by_id) -
+                                 waiting_.v.begin());
+    }
+    waiting_.v.insert(waiting_.v.end(), arriving_.begin(), arriving_.end());
+    if (!append) {
+      std::inplace_merge(waiting_.v.begin() + static_cast<std::ptrdiff_t>(from),
+                         waiting_.v.begin() + static_cast<std::ptrdiff_t>(old), waiting_.v.end(), by_id);
+    }
+    arriving_.clear();
+  }
 }
 
 bool OrderJoin::dense() const { return forward_seen_ >= 32 && gap_rate_ < 0.1; }
 
 void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
+  merge_arrivals();
   while (!waiting_.empty()) {
-    auto it = waiting_.begin();
-    const Pending& p = it->second;
+    const Pending& p = waiting_.front();
     if (pass != Pass::Final) {
       // The call that made it may still be returning (a synchronous copy
       // returns just after its work ends): wait for a drain after that.
@@ -95,15 +145,27 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
         // still running), or none after it has: the records around a
         // record say which call it is (the guards in the header).
         if (p.id > last_id_ + 1) break;
-        if (std::next(it) == waiting_.end()) break;
+        if (waiting_.size() == 1) break;
       }
     }
     const Pending q = p;
-    waiting_.erase(it);
+    waiting_.pop_front();
     const Link l = place(q);
     if (emit) emit(q.d, l);
   }
   prune();
+}
+
+void OrderJoin::remember(uint64_t id, const Linked& l) {
+  // Ids are placed in order but for late records: most go at the back.
+  if (linked_.empty() || linked_.back().first < id) {
+    linked_.v.emplace_back(id, l);
+    return;
+  }
+  auto it = std::lower_bound(linked_.begin(), linked_.end(), id,
+                             [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; });
+  if (it != linked_.end() && it->first == id) it->second = l;
+  else linked_.v.insert(it, {id, l});
 }
 
 OrderJoin::Link OrderJoin::place(const Pending& q) {
@@ -111,16 +173,19 @@ OrderJoin::Link OrderJoin::place(const Pending& q) {
     ++counts_.unjoined;
     return {};
   }
-  auto same = linked_.find(q.id);
-  if (same != linked_.end()) {
-    // Another record of a call already placed (a graph launch's nodes).
-    ++(same->second.link.joined ? counts_.joined : counts_.unjoined);
-    return same->second.link;
+  if (!linked_.empty() && q.id <= linked_.back().first) {
+    auto same = std::lower_bound(linked_.begin(), linked_.end(), q.id,
+                                 [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; });
+    if (same != linked_.end() && same->first == q.id) {
+      // Another record of a call already placed (a graph launch's nodes).
+      ++(same->second.link.joined ? counts_.joined : counts_.unjoined);
+      return same->second.link;
+    }
   }
   const bool in_order = q.id > last_id_;
   const Link l = in_order ? forward(q) : late(q);
   if (in_order) last_id_ = q.id;
-  if (!l.joined) linked_[q.id] = Linked{l, 0, 0};  // its other records: the same answer
+  if (!l.joined) remember(q.id, Linked{l, 0, 0});  // its other records: the same answer
   return l;
 }
 
@@ -138,22 +203,24 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   std::vector<uint64_t>& ends = ends_;  // min-heap of the ends of the calls looked at
   ends.clear();
   uint64_t passed = 0;         // looked at, and over before the current one began
-  auto first_fit = open_.end(), first = open_.end();
+  constexpr size_t kNone = SIZE_MAX;
+  size_t first_fit = kNone, first = kNone;
   uint64_t first_fit_passed = 0;
   size_t looked = 0;
-  for (auto it = open_.begin(); it != open_.end() && it->first.first <= limit && looked < config_.lookahead;
-       ++it, ++looked) {
-    const Host& h = it->second->h;
+  for (size_t i = 0; i < open_.size() && open_[i].key.first <= limit && looked < config_.lookahead; ++i) {
+    if (!open_[i].live) continue;
+    ++looked;
+    const Host& h = open_[i].h;
     while (!ends.empty() && ends.front() < h.start_ns) {
       std::pop_heap(ends.begin(), ends.end(), std::greater<>());
       ends.pop_back();
       ++passed;
     }
-    if (first == open_.end()) first = it;
+    if (first == kNone) first = i;
     if (order_join_fits(h, d, true)) {
-      if (positional && passed == gap) return take(it, q.id);
-      if (first_fit == open_.end()) {
-        first_fit = it;
+      if (positional && passed == gap) return take(i, q.id);
+      if (first_fit == kNone) {
+        first_fit = i;
         first_fit_passed = passed;
       }
       if (!positional || passed > gap) break;
@@ -161,7 +228,7 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
     ends.push_back(h.end_ns);
     std::push_heap(ends.begin(), ends.end(), std::greater<>());
   }
-  if (first_fit != open_.end()) {
+  if (first_fit != kNone) {
     // More calls passed over than ids skipped (with dense ids, each call
     // that made work took one): a call before it that nb did not record
     // made this work. If the records after this one fit the passed-over
@@ -176,8 +243,8 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // None fits in every detail (a copy CUPTI counts differently, say). If
   // no id was skipped before this one, the next open call is the one, as
   // long as it made this kind of work and the next record does not fit it.
-  if (first != open_.end() && gap == 0 && order_join_fits(first->second->h, d, false) &&
-      !next_record_fits(first->second->h, q.id)) {
+  if (first != kNone && gap == 0 && order_join_fits(open_[first].h, d, false) &&
+      !next_record_fits(open_[first].h, q.id)) {
     ++counts_.weak;
     return take(first, q.id);
   }
@@ -195,51 +262,56 @@ bool fits_known(const OrderJoin::Host& h, const DeviceRecord& d) {
 }
 }  // namespace
 
-bool OrderJoin::next_records_fit(Open::iterator chosen, uint64_t id) const {
+bool OrderJoin::next_records_fit(size_t chosen, uint64_t id) const {
   // The calls that taking `chosen` would pass over, in time order (three
   // at most), against the records after `id`, in id order.
-  const Host& c = chosen->second->h;
-  std::vector<const Host*> passed;
-  for (auto it = open_.begin(); it != chosen && passed.size() < 3; ++it) {
-    if (it->second->h.end_ns < c.start_ns) passed.push_back(&it->second->h);
+  const Host& c = open_[chosen].h;
+  const Host* passed[3];
+  size_t n = 0;
+  for (size_t i = 0; i < chosen && n < 3; ++i) {
+    if (open_[i].live && open_[i].h.end_ns < c.start_ns) passed[n++] = &open_[i].h;
   }
-  if (passed.empty()) return false;
-  auto next = waiting_.upper_bound(id);
-  for (const Host* h : passed) {
-    if (next == waiting_.end() || !fits_known(*h, next->second.d)) return false;
-    next = waiting_.upper_bound(next->first);
+  if (n == 0) return false;
+  const auto after = [this](uint64_t v) {
+    return std::upper_bound(waiting_.begin(), waiting_.end(), v,
+                            [](uint64_t x, const Pending& p) { return x < p.id; });
+  };
+  auto next = after(id);
+  for (size_t k = 0; k < n; ++k) {
+    if (next == waiting_.end() || !fits_known(*passed[k], next->d)) return false;
+    next = after(next->id);
   }
   return true;
 }
 
 bool OrderJoin::next_record_fits(const Host& h, uint64_t id) const {
-  auto next = waiting_.upper_bound(id);
-  return next != waiting_.end() && fits_known(h, next->second.d);
+  auto next = std::upper_bound(waiting_.begin(), waiting_.end(), id,
+                               [](uint64_t x, const Pending& p) { return x < p.id; });
+  return next != waiting_.end() && fits_known(h, next->d);
 }
 
-OrderJoin::Link OrderJoin::take(Open::iterator it, uint64_t id) {
-  const Key key = it->first;
-  Call& c = *it->second;
+OrderJoin::Link OrderJoin::take(size_t i, uint64_t id) {
+  const Host h = open_[i].h;
   // Open calls that returned before this one began took smaller ids, all
   // of which have been placed: they made no device record (or theirs comes
   // late, and is placed between its neighbours then).
-  for (auto j = open_.begin(); j != it;) {
-    if (j->second->h.end_ns < c.h.start_ns) {
-      j->second->open = false;
-      j = open_.erase(j);
-    } else {
-      ++j;
+  for (size_t j = 0; j < i; ++j) {
+    Slot& s = open_[j];
+    if (s.live && s.h.end_ns < h.start_ns) {
+      passed_.emplace(s.key, s.h);
+      s.live = false;
+      --open_live_;
     }
   }
-  open_.erase(it);
-  return link(calls_.find(key), id);
+  open_[i].live = false;
+  --open_live_;
+  while (!open_.empty() && !open_.front().live) open_.pop_front();
+  return link(h, id);
 }
 
-OrderJoin::Link OrderJoin::link(Calls::iterator it, uint64_t id) {
-  const Host& h = it->second.h;
+OrderJoin::Link OrderJoin::link(const Host& h, uint64_t id) {
   const Link l{true, h.id, h.window, h.tid, h.start_ns};
-  linked_[id] = Linked{l, h.start_ns, h.end_ns};
-  calls_.erase(it);
+  remember(id, Linked{l, h.start_ns, h.end_ns});
   ++counts_.joined;
   return l;
 }
@@ -248,13 +320,15 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
   // Its call lies between the calls of the joined ids around it: it ended
   // after the one before began, and began before the one after ended.
   uint64_t lo = 0, hi = UINT64_MAX;
-  for (auto after = linked_.upper_bound(q.id); after != linked_.end(); ++after) {
-    if (after->second.link.joined) {
+  const auto id_less = [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; };
+  auto at = std::lower_bound(linked_.begin(), linked_.end(), q.id, id_less);
+  for (auto after = at; after != linked_.end(); ++after) {
+    if (after->first > q.id && after->second.link.joined) {
       hi = after->second.end_ns;
       break;
     }
   }
-  for (auto before = linked_.lower_bound(q.id); before != linked_.begin();) {
+  for (auto before = at; before != linked_.begin();) {
     --before;
     if (before->second.link.joined) {
       lo = before->second.start_ns;
@@ -262,16 +336,47 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
     }
   }
   const uint64_t limit = std::min(hi, q.d.start + config_.slack_ns);
-  auto it = calls_.lower_bound(Key{lo, 0});
-  // Calls of other threads that began a little before and overlap.
-  for (size_t back = 0; back < 64 && it != calls_.begin(); ++back) --it;
-  for (size_t looked = 0; it != calls_.end() && it->first.first <= limit && looked < 4 * config_.lookahead;
-       ++it, ++looked) {
-    Call& c = it->second;
-    if (c.h.end_ns < lo || !order_join_fits(c.h, q.d, true)) continue;
-    if (c.open) open_.erase(it->first);
-    ++counts_.late;
-    return link(it, q.id);
+  // The calls kept (open and passed over) as one sequence in time order:
+  // from the first at or after `lo`, back 64 (calls of other threads that
+  // began a little before and overlap), then forward.
+  const Key from{lo, 0};
+  size_t o = static_cast<size_t>(std::lower_bound(open_.begin(), open_.end(), from,
+                                                  [](const Slot& s, const Key& k) { return s.key < k; }) -
+                                 open_.begin());
+  auto p = passed_.lower_bound(from);
+  const auto prev_live = [this](size_t i) {  // the live slot before i, or SIZE_MAX
+    while (i > 0) {
+      if (open_[--i].live) return i;
+    }
+    return SIZE_MAX;
+  };
+  for (size_t back = 0; back < 64; ++back) {
+    const size_t po = prev_live(o);
+    const bool has_p = p != passed_.begin();
+    if (po == SIZE_MAX && !has_p) break;
+    if (po != SIZE_MAX && (!has_p || std::prev(p)->first < open_[po].key)) o = po;
+    else --p;
+  }
+  for (size_t looked = 0; looked < 4 * config_.lookahead; ++looked) {
+    while (o < open_.size() && !open_[o].live) ++o;
+    const bool has_o = o < open_.size(), has_p = p != passed_.end();
+    if (!has_o && !has_p) break;
+    const bool use_o = has_o && (!has_p || open_[o].key < p->first);
+    const Host& h = use_o ? open_[o].h : p->second;
+    if (h.start_ns > limit) break;
+    if (h.end_ns >= lo && order_join_fits(h, q.d, true)) {
+      ++counts_.late;
+      const Host taken = h;
+      if (use_o) {
+        open_[o].live = false;
+        --open_live_;
+      } else {
+        passed_.erase(p);
+      }
+      return link(taken, q.id);
+    }
+    if (use_o) ++o;
+    else ++p;
   }
   ++counts_.unjoined;
   return {};
@@ -280,22 +385,22 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
 void OrderJoin::prune() {
   // Calls passed over stay a while for records that come late; calls still
   // open after much longer never got a record (and are counted).
-  while (!calls_.empty()) {
-    auto it = calls_.begin();
-    Call& c = it->second;
-    const bool too_many = calls_.size() > config_.max_calls;
-    if (c.open) {
-      if (!too_many && c.h.start_ns + config_.forget_ns >= newest_start_) break;
-      open_.erase(it->first);
+  const auto too_many = [this] { return open_live_ + passed_.size() > config_.max_calls; };
+  while (!open_.empty()) {
+    Slot& s = open_.front();
+    if (s.live) {
+      if (!too_many() && s.h.start_ns + config_.forget_ns >= newest_start_) break;
+      --open_live_;
       ++counts_.forgotten_calls;
-    } else if (!too_many && c.h.end_ns + config_.keep_ns >= newest_start_) {
-      break;
     }
-    calls_.erase(it);
+    open_.pop_front();
+  }
+  while (!passed_.empty() && (too_many() || passed_.begin()->second.end_ns + config_.keep_ns < newest_start_)) {
+    passed_.erase(passed_.begin());
   }
   while (!linked_.empty() && (linked_.size() > config_.max_linked ||
-                              linked_.begin()->second.end_ns + config_.keep_ns < newest_start_)) {
-    linked_.erase(linked_.begin());
+                              linked_.front().second.end_ns + config_.keep_ns < newest_start_)) {
+    linked_.pop_front();
   }
 }
 

@@ -41,8 +41,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
-#include <memory_resource>
 #include <vector>
 
 #include "collector/device_record.h"
@@ -125,11 +123,13 @@ class OrderJoin {
   // link. The waits above are skipped in a Final pass.
   void advance(const Now& now, Pass pass, const Emit& emit);
 
-  size_t waiting() const { return waiting_.size(); }
-  size_t calls() const { return calls_.size(); }
+  size_t waiting() const { return waiting_.size() + arriving_.size(); }
+  // Calls kept: open ones and those passed over (joined ones leave at once).
+  size_t calls() const { return open_live_ + passed_.size() + incoming_.size(); }
   const Counts& counts() const { return counts_; }
 
  private:
+  using Key = std::pair<uint64_t, uint64_t>;  // (start, record id): time order
   struct Pending {
     DeviceRecord d;
     uint64_t id;  // the correlation id widened to 64 bits (CUPTI's wraps at 2^32)
@@ -139,43 +139,70 @@ class OrderJoin {
     Link link;
     uint64_t start_ns, end_ns;  // the call's interval (joined ones)
   };
-
-  // Calls not joined yet, by (start, record id): insertion anywhere
-  // (threads' records arrive a pass apart), iteration in time order. A
-  // joined call leaves at once (linked_ keeps its interval); one passed
-  // over stays a while, for a record that comes late.
-  using Key = std::pair<uint64_t, uint64_t>;
-  struct Call {
+  struct Slot {
+    Key key;
     Host h;
-    bool open = true;  // false: passed over
+    bool live;  // false: taken or passed over (a hole, left until it reaches the front)
   };
-  // Nodes come from one pool (pool_, declared first so that it outlives
-  // them): a call or a record costs no malloc once the pool has grown to
-  // what is in flight.
-  using Calls = std::pmr::map<Key, Call>;
-  using Open = std::pmr::map<Key, Call*>;  // the open calls, in time order
-  using Waiting = std::pmr::multimap<uint64_t, Pending>;  // by id; equal ids in arrival order
+
+  // A vector read from `head`: popping the front is an index step, the dead
+  // front is cut off now and then (amortized O(1)). Sorted sequences that
+  // grow at the back and are consumed from the front (calls in time order,
+  // records in id order) live in one of these rather than in a tree: a
+  // record costs no node, no rebalancing, and a pass reads memory in order.
+  template <typename T>
+  struct Line {
+    std::vector<T> v;
+    size_t head = 0;
+    bool empty() const { return head == v.size(); }
+    size_t size() const { return v.size() - head; }
+    T& operator[](size_t i) { return v[head + i]; }
+    const T& operator[](size_t i) const { return v[head + i]; }
+    T& front() { return v[head]; }
+    T& back() { return v.back(); }
+    typename std::vector<T>::iterator begin() { return v.begin() + static_cast<std::ptrdiff_t>(head); }
+    typename std::vector<T>::iterator end() { return v.end(); }
+    typename std::vector<T>::const_iterator begin() const { return v.begin() + static_cast<std::ptrdiff_t>(head); }
+    typename std::vector<T>::const_iterator end() const { return v.end(); }
+    void pop_front() {
+      if (++head >= 4096 && 2 * head >= v.size()) {
+        v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(head));
+        head = 0;
+      }
+    }
+  };
 
   uint64_t widen(uint32_t id);
   bool dense() const;
+  void merge_arrivals();
   Link place(const Pending& q);
   Link forward(const Pending& q);
   Link late(const Pending& q);
-  bool next_records_fit(Open::iterator chosen, uint64_t id) const;
+  bool next_records_fit(size_t chosen, uint64_t id) const;
   bool next_record_fits(const Host& h, uint64_t id) const;
-  Link take(Open::iterator it, uint64_t id);
-  Link link(Calls::iterator it, uint64_t id);
+  Link take(size_t i, uint64_t id);
+  Link link(const Host& h, uint64_t id);
+  void remember(uint64_t id, const Linked& l);
   void prune();
 
   Config config_;
-  std::unique_ptr<std::pmr::unsynchronized_pool_resource> pool_ =
-      std::make_unique<std::pmr::unsynchronized_pool_resource>();
-  Calls calls_{pool_.get()};
-  Open open_{pool_.get()};
-  Waiting waiting_{pool_.get()};
+  // Calls not joined yet. `open_` in time order; holes where a call was
+  // taken or passed over. Calls passed over move to `passed_` for a while,
+  // for a record that comes late (rare: a tree is fine there). Calls come
+  // in any order across threads (a pass apart): they gather in `incoming_`
+  // and are merged in at the start of each pass.
+  Line<Slot> open_;
+  size_t open_live_ = 0;
+  std::vector<Slot> incoming_;
+  std::map<Key, Host> passed_;
+  // Device records waiting for their turn, by id (equal ids in arrival
+  // order); those added since the last pass in `arriving_`.
+  Line<Pending> waiting_;
+  std::vector<Pending> arriving_;
   uint64_t high_water_ = 0;  // the largest widened id seen
   uint64_t last_id_ = 0;     // the largest id placed so far
-  std::pmr::map<uint64_t, Linked> linked_{pool_.get()};  // id → its call, for records sharing an id and late ones
+  // id → its call, for records sharing an id and late ones; by id.
+  Line<std::pair<uint64_t, Linked>> linked_;
   uint64_t newest_start_ = 0;
   uint64_t forward_seen_ = 0;  // records placed in order, and how often after a gap (moving average)
   double gap_rate_ = 0;
