@@ -106,7 +106,6 @@ void append_args(std::string& out, const std::vector<Arg>& args, const std::vect
       case Arg::Type::Int: append_int(out, a.i); break;
       case Arg::Type::UInt: append_uint(out, a.u); break;
       case Arg::Type::Double: append_double(out, a.d); break;
-      case Arg::Type::String: append_string(out, a.s); break;
       case Arg::Type::View:
         out += '"';
         append_json_escaped(out, a.v);
@@ -441,8 +440,23 @@ struct NotPlain {
 };
 constexpr NotPlain kNotPlain;
 
+// Whether none of 8 bytes is one of kNotPlain's (exact: the usual "has a
+// byte less than n" and "has a zero byte" word tricks).
+bool plain8(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  const auto has_zero = [](uint64_t x) { return ((x - kOnes) & ~x & kHighs) != 0; };
+  if (w & kHighs) return false;                                   // >= 0x80
+  if (((w - kOnes * 0x20) & ~w & kHighs) != 0) return false;      // < 0x20
+  return !has_zero(w ^ (kOnes * 0x7F)) && !has_zero(w ^ (kOnes * '"')) && !has_zero(w ^ (kOnes * '\\'));
+}
+
 char* put_escaped(char* p, std::string_view s) {
   size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (!plain8(w)) break;
+  }
   while (i < s.size() && !kNotPlain.byte[static_cast<uint8_t>(s[i])]) ++i;
   p = put(p, s.substr(0, i));
   if (i == s.size()) return p;
@@ -456,7 +470,6 @@ size_t args_bound(const std::vector<Arg>& args, const std::vector<std::string>& 
   for (const Arg& a : args) {
     n += escaped_bound(a.key) + 4;
     switch (a.type) {
-      case Arg::Type::String: n += escaped_bound(a.s) + 2; break;
       case Arg::Type::View: n += escaped_bound(a.v) + 2; break;
       case Arg::Type::Dim3: n += 3 * 24 + 4; break;
       case Arg::Type::Name: n += (a.u < names.size() ? names[a.u].size() : 0) + 3; break;
@@ -484,11 +497,6 @@ char* put_args(char* p, const std::vector<Arg>& args, const std::vector<std::str
         p = put(p, d);
         break;
       }
-      case Arg::Type::String:
-        *p++ = '"';
-        p = put_escaped(p, a.s);
-        *p++ = '"';
-        break;
       case Arg::Type::View:
         *p++ = '"';
         p = put_escaped(p, a.v);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,20 +34,20 @@ const char* category_name(Category c);
 struct Arg {
   // Name: `u` indexes the names events are named from (EventText's), so a
   // kernel's name on every launch is escaped once.
-  enum class Type : uint8_t { Int, UInt, Double, String, View, Hex, Dim3, Name };
+  // Trivially copyable (no owned text), so that building an event's args
+  // is a few stores: a view must outlive the event's writing.
+  enum class Type : uint8_t { Int, UInt, Double, View, Hex, Dim3, Name };
   std::string_view key = "";  // a literal: its length is known where it is written
   Type type = Type::Int;
   int64_t i = 0;
   uint64_t u = 0;
   double d = 0;
   uint32_t dim[3] = {0, 0, 0};
-  std::string s;
   std::string_view v;
 
   static Arg integer(std::string_view k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
   static Arg uinteger(std::string_view k, uint64_t v) { Arg a; a.key = k; a.type = Type::UInt; a.u = v; return a; }
   static Arg real(std::string_view k, double v) { Arg a; a.key = k; a.type = Type::Double; a.d = v; return a; }
-  static Arg text(std::string_view k, std::string v) { Arg a; a.key = k; a.type = Type::String; a.s = std::move(v); return a; }
   static Arg view(std::string_view k, std::string_view v) { Arg a; a.key = k; a.type = Type::View; a.v = v; return a; }
   static Arg name(std::string_view k, uint32_t index) { Arg a; a.key = k; a.type = Type::Name; a.u = index; return a; }
   static Arg hex(std::string_view k, uint64_t v) { Arg a; a.key = k; a.type = Type::Hex; a.u = v; return a; }
@@ -54,6 +55,8 @@ struct Arg {
     Arg a; a.key = k; a.type = Type::Dim3; a.dim[0] = x; a.dim[1] = y; a.dim[2] = z; return a;
   }
 };
+
+static_assert(std::is_trivially_copyable_v<Arg>);
 
 // A complete ("X") event. `name` indexes TraceData::names so that a name used
 // by a million launches is stored and escaped once; `label`, when not empty,

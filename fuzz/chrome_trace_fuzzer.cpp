@@ -92,9 +92,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     e.tid = static_cast<int64_t>(ui >> 1);
     e.ts_ns = ui;
     e.dur_ns = ui >> (i % 64);
-    e.args = {Arg::text("s", s), Arg::integer("i", si), Arg::uinteger("u", ui), Arg::real("d", d),
+    e.args = {Arg::view("s", s), Arg::integer("i", si), Arg::uinteger("u", ui), Arg::real("d", d),
               Arg::dim3("grid", static_cast<uint32_t>(ui), static_cast<uint32_t>(si), UINT32_MAX),
-              Arg::text(kKeys[i % 3], s)};
+              Arg::view(kKeys[i % 3], s)};
     t.events.push_back(std::move(e));
     t.processes.push_back({si, s, si ^ 1});
     t.threads.push_back({si, static_cast<int64_t>(ui), s, si});

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "formats/chrome_trace.h"
+#include "formats/text_encoding.h"
 #include "test_support.h"
 
 using namespace nb::formats;
@@ -28,7 +29,7 @@ TraceData sample_trace() {
   e1.tid = 4242;
   e1.ts_ns = t.base_time_ns + 1234567;
   e1.dur_ns = 8901;
-  e1.args = {Arg::uinteger("External id", 5), Arg::text("kernel", "add<float>(\"x\")"),
+  e1.args = {Arg::uinteger("External id", 5), Arg::view("kernel", "add<float>(\"x\")"),
              Arg::dim3("grid", 4, 1, 1), Arg::integer("result", -3), Arg::real("bw", 1.5),
              Arg::real("nan", 0.0 / 0.0)};
   Event e2;
@@ -121,4 +122,26 @@ TEST_CASE("an empty trace is still a valid file", "[chrome]") {
   const auto doc = nbtest::nbread("trace", dir.file("t.json"));
   for (const auto& e : doc["traceEvents"]) REQUIRE(e["ph"] == "M");  // the process's name only
   REQUIRE(doc["nbTable"]["rows"].empty());
+}
+
+TEST_CASE("an event's keys and text are escaped wherever the byte to escape falls", "[chrome]") {
+  // The fast path scans 8 bytes at a time: put each byte that needs care
+  // at each offset of a 20-byte text, and compare with the general escaper.
+  const std::string specials = std::string("\"\\\n\x01\x1f\x7f\x80\xff", 8) + std::string(1, '\0');
+  for (char special : specials) {
+    for (size_t at = 0; at < 20; ++at) {
+      std::string text(20, 'k');
+      text[at] = special;
+      Event e;
+      e.args = {Arg::view(text, text)};
+      const std::vector<std::string> names = {"n"};
+      std::string fast;
+      EventText(0, &names).event(fast, e);
+      std::string want_text;
+      append_json_escaped(want_text, text);
+      const std::string want = "\"" + want_text + "\":\"" + want_text + "\"";
+      INFO("byte " << static_cast<int>(static_cast<uint8_t>(special)) << " at " << at);
+      CHECK(fast.find(want) != std::string::npos);
+    }
+  }
 }

@@ -48,19 +48,12 @@ OutputContext context(CuptiJoin join) {
   return ctx;
 }
 
-// What the timeline streams, kept (text views copied: they point into the
-// builder's names, which outlive nothing here).
+// What the timeline streams, kept (the builder's text views are literals).
 struct Collected final : EventSink {
   std::vector<formats::Event> events;
   std::vector<formats::Flow> flows;
   std::vector<formats::Counter> counters;
-  void event(const formats::Event& e) override {
-    formats::Event c = e;
-    for (auto& a : c.args) {
-      if (a.type == formats::Arg::Type::View) a = formats::Arg::text(a.key, std::string(a.v));
-    }
-    events.push_back(std::move(c));
-  }
+  void event(const formats::Event& e) override { events.push_back(e); }
   void flow(const formats::Flow& f) override { flows.push_back(f); }
   void counter(const formats::Counter& c) override { counters.push_back(c); }
 };
