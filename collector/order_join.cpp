@@ -77,7 +77,7 @@ void OrderJoin::merge_arrivals() {
   // passes only append) or merged in.
   if (!incoming_.empty()) {
     const auto by_key = [](const Slot& a, const Slot& b) { return a.key < b.key; };
-    std::sort(incoming_.begin(), incoming_.end(), by_key);
+    if (!std::is_sorted(incoming_.begin(), incoming_.end(), by_key)) std::sort(incoming_.begin(), incoming_.end(), by_key);
     const size_t old = open_.v.size();
     const bool append = open_.empty() || open_.back().key < incoming_.front().key;
     size_t from = old;
@@ -107,7 +107,9 @@ void OrderJoin::merge_arrivals() {
   // already came first).
   if (!arriving_.empty()) {
     const auto by_id = [](const Pending& a, const Pending& b) { return a.id < b.id; };
-    std::stable_sort(arriving_.begin(), arriving_.end(), by_id);
+    if (!std::is_sorted(arriving_.begin(), arriving_.end(), by_id)) {
+      std::stable_sort(arriving_.begin(), arriving_.end(), by_id);
+    }
     const size_t old = waiting_.v.size();
     const bool append = waiting_.empty() || !(arriving_.front().id < waiting_.back().id);
     size_t from = old;

@@ -39,10 +39,12 @@ struct Arg {
   enum class Type : uint8_t { Int, UInt, Double, View, Hex, Dim3, Name };
   std::string_view key = "";  // a literal: its length is known where it is written
   Type type = Type::Int;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double d = 0;
-  uint32_t dim[3] = {0, 0, 0};
+  union {  // the one `type` names (Name and Hex: u)
+    int64_t i = 0;
+    uint64_t u;
+    double d;
+    uint32_t dim[3];
+  };
   std::string_view v;
 
   static Arg integer(std::string_view k, int64_t v) { Arg a; a.key = k; a.type = Type::Int; a.i = v; return a; }
