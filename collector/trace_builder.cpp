@@ -44,6 +44,10 @@ int64_t step_track(uint32_t tid) { return (int64_t{1} << 29) + tid; }
 // narrow at its start.
 constexpr size_t kMaxCovers = size_t(1) << 16;
 
+// Calls whose event was written before all their device records came,
+// remembered for the arrows of the rest.
+constexpr size_t kMaxWritten = size_t(1) << 16;
+
 }  // namespace
 
 TraceNames::TraceNames(const NameTable* table, std::vector<std::string> fixed)
@@ -106,6 +110,13 @@ void TraceBuilder::host(const Record& r) {
 }
 
 void TraceBuilder::note_written(uint64_t id, uint64_t ts_ns) {
+  if (written_order_.size() >= kMaxWritten) {
+    // A flood of calls released without their record: the oldest are
+    // forgotten (a record of theirs that still comes gets an arrow from
+    // the call's start as converted now, within the clocks' jitter).
+    written_ts_.erase(written_order_.front().second);
+    written_order_.pop_front();
+  }
   written_ts_[id] = ts_ns;
   written_order_.emplace_back(now_ns_, id);
 }
@@ -270,7 +281,8 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     auto held = held_.find(host_id);
     if (held != held_.end()) {
       host_ts = emit_host(held->second.r, d.correlation);
-      note_written(host_id, host_ts);
+      // Only a graph launch makes more records with the same call.
+      if (held->second.r.kind == Kind::Graph) note_written(host_id, host_ts);
       held_.erase(held);
     } else if (auto w = written_ts_.find(host_id); w != written_ts_.end()) {
       host_ts = w->second;
