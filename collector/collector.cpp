@@ -542,6 +542,11 @@ OutputContext Collector::current_context() {
       ctx.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
                           std::to_string(c.incomplete));
     }
+    if (c.overflow) {
+      ctx.notes.push_back("Device records dropped by nb (the collector fell behind; " +
+                          std::to_string(DeviceTracer::kMaxQueued) + " were waiting for it): " +
+                          std::to_string(c.overflow));
+    }
     if (c.failed_buffers) {
       ctx.notes.push_back("CUPTI buffers only partly kept (out of memory): " + std::to_string(c.failed_buffers));
     }
@@ -608,11 +613,17 @@ OutputContext Collector::current_context() {
     const OrderJoin::Counts& j = order_join_.counts();
     log::debug("order join: " + std::to_string(j.joined) + " joined (" + std::to_string(j.weak) + " by order alone, " +
                std::to_string(j.late) + " late), " + std::to_string(j.unjoined) + " without a call (" +
-               std::to_string(j.refused) + " refused), " + std::to_string(j.forgotten_calls) + " calls given up");
+               std::to_string(j.refused) + " refused), " + std::to_string(j.forgotten_calls) + " calls given up, " +
+               std::to_string(j.hurried) + " hurried");
     if (j.weak || j.late) {
       ctx.notes.push_back("Order join, in the run so far: " + std::to_string(j.weak) +
                           " device records joined by order alone (their details differ from the call's), " +
                           std::to_string(j.late) + " placed after their turn");
+    }
+    if (j.hurried) {
+      ctx.notes.push_back("Order join: " + std::to_string(j.hurried) + " device records placed before their turn (more than " +
+                          std::to_string(order_join_.config().max_waiting) +
+                          " were waiting: the device ran far behind the calls); those whose call was not in yet have no arrow");
     }
   }
   // In the run so far, like the order join's line: with windows, stacks are

@@ -315,6 +315,11 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   counts_.records += local.size();
   counts_.other_records += other;
   if (failed) ++counts_.failed_buffers;
+  const size_t room = queue_.size() < kMaxQueued ? kMaxQueued - queue_.size() : 0;
+  if (local.size() > room) {
+    counts_.overflow += local.size() - room;
+    local.resize(room);
+  }
   try {
     queue_.insert(queue_.end(), local.begin(), local.end());
   } catch (...) {

@@ -28,11 +28,16 @@ struct DeviceTracerCounts {
   uint64_t other_records = 0;    // kinds nb does not use
   uint64_t failed_buffers = 0;   // buffers only partly kept (out of memory)
   uint64_t incomplete = 0;       // records without timestamps (work unfinished at a forced flush)
+  uint64_t overflow = 0;         // parsed records dropped: the collector had not taken kMaxQueued
 };
 
 class DeviceTracer {
  public:
   explicit DeviceTracer(NameTable& names) : names_(names) {}
+
+  // Parsed records waiting for the collector, at most (about 100 bytes
+  // each): a collector that falls behind must not grow the program.
+  static constexpr size_t kMaxQueued = size_t(1) << 18;
 
   // Loads CUPTI (NB_CUPTI_LIB or the usual places). Nothing is enabled yet.
   bool load(const std::string& cupti_lib, std::string& why);
@@ -91,7 +96,7 @@ class DeviceTracer {
   std::mutex parse_mu_;    // name caches, while a buffer is parsed
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
-  std::vector<DeviceRecord> queue_;
+  std::vector<DeviceRecord> queue_;  // parsed, for the collector (kMaxQueued at most)
   struct KernelNames {
     uint32_t demangled, raw;
   };

@@ -48,6 +48,12 @@ bool order_join_fits(const OrderJoin::Host& h, const DeviceRecord& d, bool stric
   return false;
 }
 
+OrderJoin::OrderJoin(const Config& c) : config_(c) {
+  // Its room up front (pages are touched as it fills): growing by doubling
+  // would hold the old and the new copy at once.
+  linked_.v.reserve(config_.max_linked + config_.max_linked / 3 + 4097);
+}
+
 void OrderJoin::add(const Host& h) {
   incoming_.push_back(Slot{Key{h.start_ns, h.id}, h, true});
   newest_start_ = std::max(newest_start_, h.start_ns);
@@ -132,7 +138,8 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
   merge_arrivals();
   while (!waiting_.empty()) {
     const Pending& p = waiting_.front();
-    if (pass != Pass::Final) {
+    const bool hurry = waiting_.size() > config_.max_waiting;
+    if (pass != Pass::Final && !hurry) {
       // The call that made it may still be returning (a synchronous copy
       // returns just after its work ends): wait for a drain after that.
       if (std::max(p.d.start, p.d.end) + config_.settle_ns > now.drained_ns) break;
@@ -150,6 +157,7 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
         if (waiting_.size() == 1) break;
       }
     }
+    if (hurry && pass != Pass::Final) ++counts_.hurried;
     const Pending q = p;
     waiting_.pop_front();
     const Link l = place(q);
@@ -160,6 +168,7 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
 
 void OrderJoin::remember(uint64_t id, const Linked& l) {
   // Ids are placed in order but for late records: most go at the back.
+  if (linked_.size() >= config_.max_linked) linked_.pop_front();  // the oldest id
   if (linked_.empty() || linked_.back().first < id) {
     linked_.v.emplace_back(id, l);
     return;

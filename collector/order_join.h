@@ -81,9 +81,13 @@ class OrderJoin {
     // than this on one stream while another went on gets no arrow.
     uint64_t keep_ns = 5000000000;
     uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
-    size_t max_calls = size_t(1) << 20;
-    size_t max_linked = size_t(1) << 18;  // joined ids remembered
+    size_t max_calls = size_t(1) << 18;
+    size_t max_linked = size_t(1) << 18;  // joined ids remembered (64 bytes each, reserved at once)
     uint64_t max_positional_gap = 8;      // ids skipped that the dense rule above accounts for
+    // Records waiting at most; past it the oldest are placed without their
+    // waits (a device far behind the host holds many finished records
+    // whose ids are not all in yet, each ~120 bytes).
+    size_t max_waiting = size_t(1) << 16;
   };
   struct Counts {
     uint64_t joined = 0;
@@ -92,6 +96,7 @@ class OrderJoin {
     uint64_t weak = 0;            // joined by order alone (the next call, same kind, details differ)
     uint64_t refused = 0;         // of the unjoined: the fitting call would have shifted the records after it
     uint64_t forgotten_calls = 0; // calls dropped unmatched by age or number
+    uint64_t hurried = 0;         // placed without their waits: too many were waiting
   };
   // How far a pass goes: Normal waits for missing ids and for a record
   // after each; NoWait does not (a window's deadline); Final joins
@@ -99,8 +104,8 @@ class OrderJoin {
   enum class Pass { Normal, NoWait, Final };
   using Emit = std::function<void(const DeviceRecord&, const Link&)>;
 
-  OrderJoin() = default;
-  explicit OrderJoin(const Config& c) : config_(c) {}
+  OrderJoin() : OrderJoin(Config{}) {}
+  explicit OrderJoin(const Config& c);
 
   // Host calls, in any order across threads.
   void add(const Host& h);
@@ -127,6 +132,7 @@ class OrderJoin {
   // Calls kept: open ones and those passed over (joined ones leave at once).
   size_t calls() const { return open_live_ + passed_.size() + incoming_.size(); }
   const Counts& counts() const { return counts_; }
+  const Config& config() const { return config_; }
 
  private:
   using Key = std::pair<uint64_t, uint64_t>;  // (start, record id): time order
@@ -146,7 +152,8 @@ class OrderJoin {
   };
 
   // A vector read from `head`: popping the front is an index step, the dead
-  // front is cut off now and then (amortized O(1)). Sorted sequences that
+  // front is cut off once it is a quarter of the vector (amortized O(1);
+  // the vector never holds more than 4/3 of what is live, plus 4096). Sorted sequences that
   // grow at the back and are consumed from the front (calls in time order,
   // records in id order) live in one of these rather than in a tree: a
   // record costs no node, no rebalancing, and a pass reads memory in order.
@@ -165,7 +172,7 @@ class OrderJoin {
     typename std::vector<T>::const_iterator begin() const { return v.begin() + static_cast<std::ptrdiff_t>(head); }
     typename std::vector<T>::const_iterator end() const { return v.end(); }
     void pop_front() {
-      if (++head >= 4096 && 2 * head >= v.size()) {
+      if (++head >= 4096 && 4 * head >= v.size()) {
         v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(head));
         head = 0;
       }

@@ -512,3 +512,18 @@ TEST_CASE("order join: calls never matched are forgotten, and counted", "[order_
   CHECK(j.calls() == 1);
   CHECK(j.counts().forgotten_calls == 2);
 }
+
+TEST_CASE("order join: too many records waiting are placed without their waits, and counted", "[order_join]") {
+  OrderJoin::Config c;
+  c.max_waiting = 4;
+  OrderJoin j(c);
+  for (uint64_t i = 1; i <= 10; ++i) j.add(launch(100 + i, i * 1000, i * 1000 + 500, 7));
+  // The device ran far behind: every record ends after the last drain, so
+  // each would wait for a drain after its end.
+  for (uint32_t i = 1; i <= 10; ++i) j.add(kernel(i, 10 * kMs + i * 1000, 7), 0);
+  Result r;
+  collect(j, r, 0, 1 * kMs, false);
+  CHECK(j.waiting() == 4);
+  CHECK(j.counts().hurried == 6);
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 102}, {3, 103}, {4, 104}, {5, 105}, {6, 106}});
+}
