@@ -101,12 +101,24 @@ void TraceBuilder::host(const Record& r) {
       const uint64_t oldest = held_order_.empty() ? 0 : held_order_.front().first;
       release_held(oldest + 1);
     }
-    held_.emplace(r.id, Held{r, now_ns_});
+    const uint32_t slot = hold(r);
+    if (!held_.emplace(r.id, slot).second) unhold(slot);  // the same record twice
     held_order_.emplace_back(now_ns_, r.id);
     return;
   }
   const uint64_t ts = emit_host(r, 0);
   if (work) note_written(r.id, ts);
+}
+
+uint32_t TraceBuilder::hold(const Record& r) {
+  if (!free_held_.empty()) {
+    const uint32_t slot = free_held_.back();
+    free_held_.pop_back();
+    held_records_[slot] = r;
+    return slot;
+  }
+  held_records_.push_back(r);
+  return static_cast<uint32_t>(held_records_.size() - 1);
 }
 
 void TraceBuilder::note_written(uint64_t id, uint64_t ts_ns) {
@@ -225,7 +237,8 @@ void TraceBuilder::release_held(uint64_t older_than_ns) {
     ++stats_.released_unjoined;
     // (Callback join: counted when its ids are forgotten.)
     if (setup_.join_mode != CuptiJoin::Callback) ++stats_.work_without_device;
-    note_written(id, emit_host(it->second.r, 0));
+    note_written(id, emit_host(held_records_[it->second], 0));
+    unhold(it->second);
     held_.erase(it);
   }
 }
@@ -280,9 +293,11 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
   if (joined) {
     auto held = held_.find(host_id);
     if (held != held_.end()) {
-      host_ts = emit_host(held->second.r, d.correlation);
+      const Record& r = held_records_[held->second];
+      host_ts = emit_host(r, d.correlation);
       // Only a graph launch makes more records with the same call.
-      if (held->second.r.kind == Kind::Graph) note_written(host_id, host_ts);
+      if (r.kind == Kind::Graph) note_written(host_id, host_ts);
+      unhold(held->second);
       held_.erase(held);
     } else if (auto w = written_ts_.find(host_id); w != written_ts_.end()) {
       host_ts = w->second;

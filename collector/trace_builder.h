@@ -123,10 +123,6 @@ class TraceBuilder {
   size_t held() const { return held_.size(); }
 
  private:
-  struct Held {
-    Record r;
-    uint64_t since_ns;
-  };
   struct Cover {  // device work of one call, for NVTX ranges' device spans
     uint64_t host_ns;  // the call's start, monotonic
     uint64_t start, end;
@@ -163,7 +159,14 @@ class TraceBuilder {
   // Map nodes from a pool: a held call costs no malloc once it has grown.
   std::unique_ptr<std::pmr::unsynchronized_pool_resource> pool_ =
       std::make_unique<std::pmr::unsynchronized_pool_resource>();
-  std::pmr::unordered_map<uint64_t, Held> held_{pool_.get()};   // by record id
+  // Calls held: record id → a slot of held_records_ (a map node of a
+  // 64-byte-aligned Record would take twice its room; a deque grows
+  // without copying what it holds).
+  std::pmr::unordered_map<uint64_t, uint32_t> held_{pool_.get()};
+  std::deque<Record> held_records_;
+  std::vector<uint32_t> free_held_;
+  uint32_t hold(const Record& r);
+  void unhold(uint32_t slot) { free_held_.push_back(slot); }
   std::deque<std::pair<uint64_t, uint64_t>> held_order_;  // (since_ns, id), oldest first
   // Join mode "callback": correlation id → the call, for the arrow.
   struct CallRef {
