@@ -370,10 +370,12 @@ def trace_sizes(trace_path):
 
 
 def gz_sizes(nb_path, torch_path):
-    """nb's .json.gz is smaller than torch.profiler's .json.gz of the same steps"""
+    """nb's .json.gz is smaller than torch.profiler's .json.gz of the same steps (the same kernels in each)"""
     nb_size, torch_size = os.path.getsize(nb_path), os.path.getsize(torch_path)
-    return ([f"{os.path.basename(nb_path)} {nb_size / 1e6:.2f} MB, {os.path.basename(torch_path)} "
-             f"{torch_size / 1e6:.2f} MB (nb / torch = {nb_size / torch_size:.2f})"], nb_size < torch_size)
+    kernels = [sum(1 for e in events(load(p)) if e.get("cat") == "kernel") for p in (nb_path, torch_path)]
+    return ([f"{os.path.basename(nb_path)} {nb_size:,} B, {os.path.basename(torch_path)} "
+             f"{torch_size:,} B (nb / torch = {nb_size / torch_size:.3f}); kernels nb {kernels[0]}, "
+             f"torch.profiler {kernels[1]}"], nb_size < torch_size and kernels[0] == kernels[1])
 
 
 def kernel_names(trace_path):

@@ -49,7 +49,10 @@ def device_check(ctx, a):
         ctx.run(ctx.decode("steps", ctx.work, "nb"), env=dict(env, **ctx.nb_env("default", "nb")), log="steps")
         ctx.run(ctx.decode("steps", ctx.work, "torch"), env=env, log="steps")
         ctx.check(checks.steps_compare, ctx.work)
-        ctx.check(checks.gz_sizes, ctx.path("nb.trace.json.gz"), ctx.path("torch.trace.json.gz"))
+        # The same steps recorded alone by nb (a cudaProfilerStart/Stop window).
+        ctx.run(ctx.decode("steps", ctx.work, "window"), log="steps",
+                env=dict(env, **ctx.nb_env("default", "window", NB_STEP="profiler-api")))
+        ctx.check(checks.gz_sizes, ctx.path("window.w1.trace.json.gz"), ctx.path("torch.trace.json.gz"))
         table_lines(ctx, "nb")
     for fw in ("cupy", "jax"):
         if fw in a.parts:

@@ -14,11 +14,13 @@ Programs:
         time of the busiest threads, the cgroup's throttling, page faults and
         the main thread's context switches; with 'phases' the wall and
         main-thread CPU time of each phase (imports, model, warm-up, loops)
-  steps OUTDIR nb|torch [--steps 8]
+  steps OUTDIR nb|torch|window [--steps 8]
         4 warm-up steps, then STEPS steps each ending in a synchronize; their
         wall-clock windows (epoch ns) go to OUTDIR/<who>.steps.json; with
         'torch' under torch.profiler (CUDA activity), whose trace goes to
-        OUTDIR/torch.trace.json (and .json.gz, torch's own gzip export)
+        OUTDIR/torch.trace.json (and .json.gz, torch's own gzip export);
+        with 'window' inside cudaProfilerStart/Stop (nb's window for
+        NB_STEP=profiler-api: the same steps, recorded alone)
   seed STEPS [--nvtx] [--pause S]
         the loop as a program nb must cut into steps itself: no warm-up, no
         synchronize; with --nvtx an NVTX range "step" around each step, with
@@ -198,6 +200,10 @@ def program_steps(args):
         import shutil
         with gzip.open(f"{out}/torch.trace.json.gz", "rb") as src, open(f"{out}/torch.trace.json", "wb") as dst:
             shutil.copyfileobj(src, dst)
+    elif who == "window":
+        torch.cuda.profiler.start()
+        run()
+        torch.cuda.profiler.stop()
     else:
         run()
     with open(f"{out}/{who}.steps.json", "w") as f:
