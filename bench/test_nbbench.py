@@ -173,7 +173,13 @@ class HostScenariosTest(unittest.TestCase):
         return out, folder
 
     def test_launch_cost(self):
-        out, folder = self.run_ok("launch-cost", "--pairs", "1", "--bursts", "2")
+        rc, out, folder = nbbench("launch-cost", "--pairs", "1", "--bursts", "2")
+        if rc != 0 and os.environ.get("NB_TEST_PRELOAD_FIRST"):
+            # Under a sanitizer (-O0) the collector may not keep up with the
+            # launch loop: the scenario must then refuse the figure.
+            self.assertIn("the figure would flatter nb", out)
+            return
+        self.assertEqual(rc, 0, out)
         self.assertIn("| launch_ns |", out)
         self.assertTrue(os.path.exists(os.path.join(folder, "summary.txt")))
 
