@@ -406,8 +406,16 @@ void Collector::take_device_records(OrderJoin::Pass pass) {
   tracer_->take(records);
   if (order_join_on_) {
     const uint64_t now = monotonic_ns();
-    for (const DeviceRecord& d : records) order_join_.add(d, now);
-    order_join_.advance({now, drained_ns_, in_call_ns_}, pass, [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); });
+    const auto emit = [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); };
+    // In pieces: what waits in the join stays bounded (its max_waiting)
+    // however many records one pass takes.
+    constexpr size_t kPiece = 16384;
+    size_t at = 0;
+    do {
+      const size_t end = std::min(records.size(), at + kPiece);
+      for (; at < end; ++at) order_join_.add(records[at], now);
+      order_join_.advance({now, drained_ns_, in_call_ns_}, pass, emit);
+    } while (at < records.size());
     return;
   }
   const bool last = pass == OrderJoin::Pass::Final;

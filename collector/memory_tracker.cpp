@@ -211,6 +211,11 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time, uint64_t from
   const auto to_us = [&](uint64_t ticks) { return time.epoch_ns(ticks) / 1000; };
   for (const Entry& e : ring_) max_device = std::max(max_device, e.device);
   s.device_traces.resize(static_cast<size_t>(max_device) + 1);
+  // Room for each device's entries at once: a million entries grown by
+  // doubling would hold two copies at the end of the run.
+  std::vector<size_t> count(s.device_traces.size());
+  for (const Entry& e : ring_) count[static_cast<size_t>(e.device)] += e.ticks >= from_ticks;
+  for (size_t d = 0; d < count.size(); ++d) s.device_traces[d].reserve(count[d]);
   for (const Entry& e : ring_) {
     if (e.ticks < from_ticks) continue;
     formats::TraceEntry t;

@@ -51,10 +51,8 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
       res.problems.push_back(problem);
     }
   }
-  write(ctx.prefix + ".memory.pickle", [&](std::ostream& os) {
-    const std::string bytes = formats::memory_snapshot_pickle(build_snapshot(s, ctx));
-    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  write(ctx.prefix + ".memory.pickle",
+        [&](std::ostream& os) { formats::write_memory_snapshot(build_snapshot(s, ctx), os); });
 
   formats::TableOptions opt;
   opt.sort = ctx.table_sort;

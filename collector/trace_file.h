@@ -44,7 +44,7 @@ class TraceWriter {
  public:
   // `memory_bytes`: text buffers waiting in memory before the backlog file
   // takes over.
-  explicit TraceWriter(size_t memory_bytes = size_t(32) << 20) : memory_limit_(memory_bytes) {}
+  explicit TraceWriter(size_t memory_bytes = size_t(8) << 20) : memory_limit_(memory_bytes) {}
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

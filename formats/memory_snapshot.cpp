@@ -84,8 +84,9 @@ class KeyWriter {
 
 }  // namespace
 
-std::string memory_snapshot_pickle(const SnapshotData& s) {
-  PickleWriter p;
+namespace {
+std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
+  PickleWriter p(sink);
   StackWriter stacks(p, s.stacks);
   KeyWriter key(p);
   const auto field = [&](const char* k) { p.item(); key.write(k); };
@@ -164,5 +165,10 @@ std::string memory_snapshot_pickle(const SnapshotData& s) {
   p.end_dict();
   return p.finish();
 }
+}  // namespace
+
+std::string memory_snapshot_pickle(const SnapshotData& s) { return pickle_into(s, nullptr); }
+
+void write_memory_snapshot(const SnapshotData& s, std::ostream& out) { pickle_into(s, &out); }
 
 }  // namespace nb::formats

@@ -14,13 +14,17 @@ constexpr uint8_t EMPTY_DICT = '}', EMPTY_LIST = ']', MARK = '(', SETITEMS = 'u'
 constexpr uint8_t TUPLE2 = 0x86, MEMOIZE = 0x94, BINGET = 'h', LONG_BINGET = 'j';
 }  // namespace op
 
-PickleWriter::PickleWriter() {
+PickleWriter::PickleWriter(std::ostream* sink) : sink_(sink) {
   op(op::PROTO);
   op(4);
 }
 
 std::string PickleWriter::finish() {
   op(op::STOP);
+  if (sink_ != nullptr) {
+    sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
   return std::move(out_);
 }
 
@@ -99,6 +103,10 @@ void PickleWriter::begin_list() {
 }
 
 void PickleWriter::item() {
+  if (sink_ != nullptr && out_.size() >= kPiece) {
+    sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
   Frame& f = stack_[depth_ - 1];
   if (f.pending == kBatch) close_batch();
   if (f.pending == 0) op(op::MARK);

@@ -4,6 +4,7 @@
 // so a file that Python's pickle loads is also one the viewer reads.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -11,8 +12,10 @@ namespace nb::formats {
 
 class PickleWriter {
  public:
-  PickleWriter();            // writes PROTO 4
-  std::string finish();      // writes STOP and hands the bytes over
+  // Writes PROTO 4. With a sink, the bytes go there a piece at a time (a
+  // million entries need not be held twice, as objects and as bytes).
+  explicit PickleWriter(std::ostream* sink = nullptr);
+  std::string finish();      // writes STOP and hands the bytes over (with a sink: writes the rest there)
 
   void none();
   void boolean(bool v);
@@ -47,7 +50,9 @@ class PickleWriter {
   void raw_le(uint64_t v, int bytes);
   void close_batch();
 
+  static constexpr size_t kPiece = size_t(1) << 20;
   std::string out_;
+  std::ostream* sink_;
   Frame stack_[64];
   int depth_ = 0;
   uint32_t memo_count_ = 0;

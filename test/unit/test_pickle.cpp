@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <sstream>
 
 #include "formats/memory_snapshot.h"
 #include "formats/pickle_writer.h"
@@ -106,4 +107,18 @@ TEST_CASE("memo: a stack written once is shared by reference", "[pickle]") {
   REQUIRE(trace[2]["device_free"] == 123456);
   REQUIRE(trace[2].find("addr") == trace[2].end());
   REQUIRE(d["allocator_settings"]["recorded_by"] == "test");
+}
+
+TEST_CASE("a snapshot written to a stream as it is made is the same bytes", "[pickle]") {
+  SnapshotData s = sample_snapshot();
+  // Enough entries for several pieces of the stream (about 40 bytes each).
+  for (uint64_t i = 0; i < 100000; ++i) {
+    s.device_traces[0].push_back({i % 2 ? Action::FreeCompleted : Action::Alloc, 0x7f0000000000 + 4096 * (i / 2), 4096,
+                                  0, static_cast<int64_t>(1700000000000003 + i), 0, 1});
+  }
+  const std::string whole = memory_snapshot_pickle(s);
+  std::ostringstream streamed;
+  write_memory_snapshot(s, streamed);
+  CHECK(whole.size() > (size_t(3) << 20));
+  CHECK(streamed.str() == whole);
 }
