@@ -37,7 +37,7 @@ class DeviceTracer {
 
   // Parsed records waiting for the collector, at most (about 100 bytes
   // each): a collector that falls behind must not grow the program.
-  static constexpr size_t kMaxQueued = size_t(1) << 18;
+  static constexpr size_t kMaxQueued = size_t(1) << 17;
 
   // Loads CUPTI (NB_CUPTI_LIB or the usual places). Nothing is enabled yet.
   bool load(const std::string& cupti_lib, std::string& why);
