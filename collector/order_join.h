@@ -153,10 +153,11 @@ class OrderJoin {
 
   // A vector read from `head`: popping the front is an index step, the dead
   // front is cut off once it is a quarter of the vector (amortized O(1);
-  // the vector never holds more than 4/3 of what is live, plus 4096). Sorted sequences that
-  // grow at the back and are consumed from the front (calls in time order,
-  // records in id order) live in one of these rather than in a tree: a
-  // record costs no node, no rebalancing, and a pass reads memory in order.
+  // the vector never holds more than 4/3 of what is live, plus 4096).
+  // Sorted sequences that grow at the back and are consumed from the front
+  // (calls in time order, records in id order) live in one of these rather
+  // than in a tree: a record costs no node, no rebalancing, and a pass
+  // reads memory in order.
   template <typename T>
   struct Line {
     std::vector<T> v;
