@@ -78,23 +78,32 @@ void OrderJoin::add(const DeviceRecord& d, uint64_t arrival_ns) {
   arriving_.push_back(Pending{d, id, arrival_ns});
 }
 
+namespace {
+// Appends `more` (any order) to `line` (sorted by `less`), keeping it sorted;
+// equal elements keep their order, those already in `line` first. Returns
+// where the first new element went (an index of line.v): a thread's calls
+// and a stream's records come in order, so most passes only append.
+template <typename Line, typename T, typename Less>
+size_t merge_in(Line& line, std::vector<T>& more, Less less) {
+  if (!std::is_sorted(more.begin(), more.end(), less)) std::stable_sort(more.begin(), more.end(), less);
+  const size_t old = line.v.size();
+  const bool append = line.empty() || !less(more.front(), line.back());
+  const size_t from =
+      append ? old : static_cast<size_t>(std::upper_bound(line.begin(), line.end(), more.front(), less) - line.v.begin());
+  line.v.insert(line.v.end(), more.begin(), more.end());
+  if (!append) {
+    std::inplace_merge(line.v.begin() + static_cast<std::ptrdiff_t>(from),
+                       line.v.begin() + static_cast<std::ptrdiff_t>(old), line.v.end(), less);
+  }
+  more.clear();
+  return from;
+}
+}  // namespace
+
 void OrderJoin::merge_arrivals() {
-  // Calls: sorted, then appended (a thread's calls come in order, so most
-  // passes only append) or merged in.
   if (!incoming_.empty()) {
-    const auto by_key = [](const Slot& a, const Slot& b) { return a.key < b.key; };
-    if (!std::is_sorted(incoming_.begin(), incoming_.end(), by_key)) std::sort(incoming_.begin(), incoming_.end(), by_key);
-    const size_t old = open_.v.size();
-    const bool append = open_.empty() || open_.back().key < incoming_.front().key;
-    size_t from = old;
-    if (!append) {
-      from = static_cast<size_t>(std::upper_bound(open_.begin(), open_.end(), incoming_.front(), by_key) - open_.v.begin());
-    }
-    open_.v.insert(open_.v.end(), incoming_.begin(), incoming_.end());
-    if (!append) {
-      std::inplace_merge(open_.v.begin() + static_cast<std::ptrdiff_t>(from),
-                         open_.v.begin() + static_cast<std::ptrdiff_t>(old), open_.v.end(), by_key);
-    }
+    const size_t added = incoming_.size();
+    const size_t from = merge_in(open_, incoming_, [](const Slot& a, const Slot& b) { return a.key < b.key; });
     // The same record twice (kept: the first), or one still kept as passed over.
     size_t out = from;
     for (size_t i = from; i < open_.v.size(); ++i) {
@@ -105,31 +114,10 @@ void OrderJoin::merge_arrivals() {
       if (out != i) open_.v[out] = s;
       ++out;
     }
-    open_live_ += incoming_.size() - (open_.v.size() - out);
+    open_live_ += added - (open_.v.size() - out);
     open_.v.resize(out);
-    incoming_.clear();
   }
-  // Records: sorted by id, equal ids in arrival order (stable; those waiting
-  // already came first).
-  if (!arriving_.empty()) {
-    const auto by_id = [](const Pending& a, const Pending& b) { return a.id < b.id; };
-    if (!std::is_sorted(arriving_.begin(), arriving_.end(), by_id)) {
-      std::stable_sort(arriving_.begin(), arriving_.end(), by_id);
-    }
-    const size_t old = waiting_.v.size();
-    const bool append = waiting_.empty() || !(arriving_.front().id < waiting_.back().id);
-    size_t from = old;
-    if (!append) {
-      from = static_cast<size_t>(std::upper_bound(waiting_.begin(), waiting_.end(), arriving_.front(), by_id) -
-                                 waiting_.v.begin());
-    }
-    waiting_.v.insert(waiting_.v.end(), arriving_.begin(), arriving_.end());
-    if (!append) {
-      std::inplace_merge(waiting_.v.begin() + static_cast<std::ptrdiff_t>(from),
-                         waiting_.v.begin() + static_cast<std::ptrdiff_t>(old), waiting_.v.end(), by_id);
-    }
-    arriving_.clear();
-  }
+  if (!arriving_.empty()) merge_in(waiting_, arriving_, [](const Pending& a, const Pending& b) { return a.id < b.id; });
 }
 
 bool OrderJoin::dense() const { return forward_seen_ >= 32 && gap_rate_ < 0.1; }
@@ -166,6 +154,15 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
   prune();
 }
 
+std::vector<std::pair<uint64_t, OrderJoin::Linked>>::iterator OrderJoin::linked_at(uint64_t id) {
+  return std::lower_bound(linked_.begin(), linked_.end(), id,
+                          [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; });
+}
+
+std::vector<OrderJoin::Pending>::const_iterator OrderJoin::waiting_after(uint64_t id) const {
+  return std::upper_bound(waiting_.begin(), waiting_.end(), id, [](uint64_t x, const Pending& p) { return x < p.id; });
+}
+
 void OrderJoin::remember(uint64_t id, const Linked& l) {
   // Ids are placed in order but for late records: most go at the back.
   if (linked_.size() >= config_.max_linked) linked_.pop_front();  // the oldest id
@@ -173,8 +170,7 @@ void OrderJoin::remember(uint64_t id, const Linked& l) {
     linked_.v.emplace_back(id, l);
     return;
   }
-  auto it = std::lower_bound(linked_.begin(), linked_.end(), id,
-                             [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; });
+  auto it = linked_at(id);
   if (it != linked_.end() && it->first == id) it->second = l;
   else linked_.v.insert(it, {id, l});
 }
@@ -185,8 +181,7 @@ OrderJoin::Link OrderJoin::place(const Pending& q) {
     return {};
   }
   if (!linked_.empty() && q.id <= linked_.back().first) {
-    auto same = std::lower_bound(linked_.begin(), linked_.end(), q.id,
-                                 [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; });
+    auto same = linked_at(q.id);
     if (same != linked_.end() && same->first == q.id) {
       // Another record of a call already placed (a graph launch's nodes).
       ++(same->second.link.joined ? counts_.joined : counts_.unjoined);
@@ -283,21 +278,16 @@ bool OrderJoin::next_records_fit(size_t chosen, uint64_t id) const {
     if (open_[i].live && open_[i].h.end_ns < c.start_ns) passed[n++] = &open_[i].h;
   }
   if (n == 0) return false;
-  const auto after = [this](uint64_t v) {
-    return std::upper_bound(waiting_.begin(), waiting_.end(), v,
-                            [](uint64_t x, const Pending& p) { return x < p.id; });
-  };
-  auto next = after(id);
+  auto next = waiting_after(id);
   for (size_t k = 0; k < n; ++k) {
     if (next == waiting_.end() || !fits_known(*passed[k], next->d)) return false;
-    next = after(next->id);
+    next = waiting_after(next->id);
   }
   return true;
 }
 
 bool OrderJoin::next_record_fits(const Host& h, uint64_t id) const {
-  auto next = std::upper_bound(waiting_.begin(), waiting_.end(), id,
-                               [](uint64_t x, const Pending& p) { return x < p.id; });
+  auto next = waiting_after(id);
   return next != waiting_.end() && fits_known(h, next->d);
 }
 
@@ -331,8 +321,7 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
   // Its call lies between the calls of the joined ids around it: it ended
   // after the one before began, and began before the one after ended.
   uint64_t lo = 0, hi = UINT64_MAX;
-  const auto id_less = [](const std::pair<uint64_t, Linked>& e, uint64_t v) { return e.first < v; };
-  auto at = std::lower_bound(linked_.begin(), linked_.end(), q.id, id_less);
+  auto at = linked_at(q.id);
   for (auto after = at; after != linked_.end(); ++after) {
     if (after->first > q.id && after->second.link.joined) {
       hi = after->second.end_ns;

@@ -191,6 +191,9 @@ class OrderJoin {
   Link take(size_t i, uint64_t id);
   Link link(const Host& h, uint64_t id);
   void remember(uint64_t id, const Linked& l);
+  // The first joined id at or after `id`; the first waiting record after `id`.
+  std::vector<std::pair<uint64_t, Linked>>::iterator linked_at(uint64_t id);
+  std::vector<Pending>::const_iterator waiting_after(uint64_t id) const;
   void prune();
 
   Config config_;

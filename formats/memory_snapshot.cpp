@@ -82,9 +82,6 @@ class KeyWriter {
   std::vector<std::pair<const char*, uint32_t>> seen_;  // keys are literals
 };
 
-}  // namespace
-
-namespace {
 std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
   PickleWriter p(sink);
   StackWriter stacks(p, s.stacks);
@@ -165,6 +162,7 @@ std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
   p.end_dict();
   return p.finish();
 }
+
 }  // namespace
 
 std::string memory_snapshot_pickle(const SnapshotData& s) { return pickle_into(s, nullptr); }

@@ -21,11 +21,13 @@ PickleWriter::PickleWriter(std::ostream* sink) : sink_(sink) {
 
 std::string PickleWriter::finish() {
   op(op::STOP);
-  if (sink_ != nullptr) {
-    sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
-    out_.clear();
-  }
+  if (sink_ != nullptr) spill();
   return std::move(out_);
+}
+
+void PickleWriter::spill() {
+  sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
+  out_.clear();
 }
 
 void PickleWriter::raw_le(uint64_t v, int bytes) {
@@ -103,10 +105,7 @@ void PickleWriter::begin_list() {
 }
 
 void PickleWriter::item() {
-  if (sink_ != nullptr && out_.size() >= kPiece) {
-    sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
-    out_.clear();
-  }
+  if (sink_ != nullptr && out_.size() >= kPiece) spill();
   Frame& f = stack_[depth_ - 1];
   if (f.pending == kBatch) close_batch();
   if (f.pending == 0) op(op::MARK);

@@ -49,6 +49,7 @@ class PickleWriter {
   void op(uint8_t code) { out_.push_back(static_cast<char>(code)); }
   void raw_le(uint64_t v, int bytes);
   void close_batch();
+  void spill();  // what is made so far, to the sink
 
   static constexpr size_t kPiece = size_t(1) << 20;
   std::string out_;
