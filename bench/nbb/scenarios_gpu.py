@@ -18,7 +18,8 @@ DEVICE_PARTS = ["cublas", "steps", "cupy", "jax", "threads", "threads-one-core",
 
 @scenario("device-check", gpu=True,
           backs="gpu-validation.md: static runtime + cuBLAS joined; decode steps equal torch.profiler's "
-                "(kernels, device time, names, launches seen once); CuPy and JAX joined; threads, graphs and "
+                "(kernels, device time, names, launches seen once) and nb's .json.gz of them smaller; CuPy and JAX "
+                "joined; threads, graphs and "
                 "stream captures joined to their own calls",
           options=[option("--join", default="order", choices=["order", "callback", "none"],
                           help="NB_CUPTI_JOIN of every nb run"),
@@ -28,7 +29,9 @@ def device_check(ctx, a):
     runtime) using cuBLAS, every kernel joined. steps: 8 decode steps under
     nb and, in another process, under torch.profiler: the same kernels per
     step, device time per step within 3%, the same names, every record
-    joined, every launch seen once by nb's host calls. cupy, jax: their
+    joined, every launch seen once by nb's host calls; then the same steps
+    recorded alone by nb (a cudaProfilerStart/Stop window) make a smaller
+    .json.gz than torch.profiler's, with as many kernels. cupy, jax: their
     device work joined. threads: 8 threads x 200 launches, sets and copies
     each joined to its own call; threads-one-core: 16 threads on one core
     (threads taken off the CPU inside their calls). graph: a captured graph
