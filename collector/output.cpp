@@ -37,6 +37,14 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   // A dump leaves them waiting: they go out joined, into later files.
   if (!ctx.dump) s.finish_timeline();
   const JoinStats& js = s.timeline()->stats();
+  // The snapshot is written on this thread while the writer thread makes
+  // the trace's last events (two cores at the end, where there are two).
+  trace.file().hand_over();
+  std::string snapshot_problem;
+  const std::string snapshot_path = ctx.prefix + ".memory.pickle";
+  const bool snapshot_ok = write_output_file(
+      snapshot_path, ctx.overwrite,
+      [&](std::ostream& os) { formats::write_memory_snapshot(build_snapshot(s, ctx), os); }, snapshot_problem);
   {
     const formats::TraceData frame = build_trace_frame(s, ctx, trace.base_ns());
     TraceFinish how;
@@ -51,8 +59,8 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
       res.problems.push_back(problem);
     }
   }
-  write(ctx.prefix + ".memory.pickle",
-        [&](std::ostream& os) { formats::write_memory_snapshot(build_snapshot(s, ctx), os); });
+  if (snapshot_ok) written(snapshot_path);
+  else res.problems.push_back(snapshot_problem);
 
   formats::TableOptions opt;
   opt.sort = ctx.table_sort;

@@ -85,10 +85,15 @@ struct TraceBody {
   };
   std::string near;  // the output's path: scratch files go beside it
   int level = 0;
+  TraceToText to_text;
+  std::string text;  // to_text's, reused
   z_stream zs{};
   bool z_ready = false;
   std::deque<Slice> slices;
-  std::string failed;  // the first problem; nothing more is written once set
+  // The first problem; nothing more is written once set. Room is kept so
+  // that saying "no memory" needs none.
+  std::string failed;
+  TraceBody() { failed.reserve(256); }
   std::vector<unsigned char> out = std::vector<unsigned char>(size_t(1) << 18);
 
   ~TraceBody() {
@@ -147,12 +152,15 @@ struct TraceBody {
     return true;
   }
 
-  // The level follows the text's rate: the configured one while text comes
-  // slower than kFast bytes a second (level 9 compresses about 90 MB/s on
-  // the CI kind, so it costs under a tenth of a core), level 1 (about five
-  // times faster) above that or while more than kBehind bytes wait; back
-  // below half that rate with the writer caught up. Within one deflate
-  // stream (deflateParams), so the file stays one member.
+  // The level follows the rate of the text: the configured one below kFast
+  // bytes a second (level 9 compresses about 90 MB/s on the CI
+  // kind, so it costs under a tenth of a core), kFastLevel (about five
+  // times faster; level 1 is 10% faster still, but its file 8% larger)
+  // above that or while more than kBehind bytes wait (as handed over:
+  // packed events are about half their text); back below half that
+  // rate with the writer caught up. Within one deflate stream
+  // (deflateParams), so the file stays one member.
+  static constexpr int kFastLevel = 3;
   static constexpr uint64_t kFast = uint64_t(8) << 20;
   static constexpr uint64_t kBehind = uint64_t(4) << 20;
   int current = 0;  // the level in use, once zlib is set up
@@ -160,7 +168,7 @@ struct TraceBody {
   std::chrono::steady_clock::time_point window_start{};
   double rate = 0;  // bytes a second, over the last half second or more
   void pace(uint64_t waiting, size_t n) {
-    if (level <= 1 || !z_ready || !failed.empty()) return;
+    if (level <= kFastLevel || !z_ready || !failed.empty()) return;
     const auto now = std::chrono::steady_clock::now();
     if (window_start == std::chrono::steady_clock::time_point{}) window_start = now;
     window_bytes += n;
@@ -172,7 +180,7 @@ struct TraceBody {
     }
     const bool fast = rate > static_cast<double>(kFast) || waiting > kBehind;
     const bool calm = rate < static_cast<double>(kFast) / 2 && waiting < kBehind / 4;
-    const int want = fast ? 1 : calm ? level : current;
+    const int want = fast ? kFastLevel : calm ? level : current;
     if (want == current) return;
     zs.next_in = nullptr;
     zs.avail_in = 0;
@@ -185,6 +193,25 @@ struct TraceBody {
       if (n != 0 && !store(out.data(), n)) return;
     } while (rc == Z_BUF_ERROR);
     if (rc == Z_OK) current = want;
+  }
+
+  // What the collector handed over: made text first when it is not.
+  // `waiting`: bytes handed over and not yet taken (pace's).
+  void take(const char* p, size_t n, uint64_t waiting) {
+    if (!to_text || !failed.empty()) {
+      pace(waiting, n);
+      append(p, n);
+      return;
+    }
+    text.clear();
+    try {
+      if (!to_text(p, n, text)) failed = "the trace's events were garbled on their way to the writer";
+    } catch (...) {
+      failed.assign("no memory to write the trace's events");  // in its room: nothing escapes the writer thread
+    }
+    pace(waiting, text.size());
+    append(text.data(), text.size());
+    if (text.capacity() > (size_t(16) << 20)) std::string().swap(text);
   }
 
   void append(const char* p, size_t n) {
@@ -287,6 +314,7 @@ void TraceWriter::submit(Job job) {
       job.offset = backlog_end_;
       job.length = n;
       backlog_end_ += n;
+      spare(std::move(job.text));
       std::string().swap(job.text);
     } else {
       // No backlog: wait for room (the rings hold what comes meanwhile).
@@ -297,6 +325,23 @@ void TraceWriter::submit(Job job) {
   jobs_.push_back(std::move(job));
   lock.unlock();
   cv_.notify_one();
+}
+
+void TraceWriter::spare(std::string&& text) {
+  if (spare_.size() >= kSpare || text.capacity() == 0) return;
+  text.clear();
+  try {
+    spare_.push_back(std::move(text));
+  } catch (...) {
+  }
+}
+
+bool TraceWriter::reuse(std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.empty()) return false;
+  text.swap(spare_.back());
+  spare_.pop_back();
+  return true;
 }
 
 void TraceWriter::hold_for_fork() {
@@ -326,10 +371,18 @@ void TraceWriter::run() {
     const size_t in_memory = job.text.size();
     {
       std::lock_guard<std::timed_mutex> busy(work_mu_);
-      work(job);
-      job = Job{};  // the buffer is freed before the room is given back
+      try {
+        work(job);
+      } catch (...) {
+        // Out of memory: this file is not written (said at its end); no
+        // exception leaves the thread, and a barrier is never left waiting.
+        if (job.body && job.body->failed.empty()) job.body->failed.assign("no memory to write the trace");
+        if (job.done) job.done->store(true, std::memory_order_release);
+      }
     }
     lock.lock();
+    spare(std::move(job.text));
+    job = Job{};  // before the room is given back
     queued_memory_ -= in_memory;
     done_cv_.notify_all();
   }
@@ -437,14 +490,12 @@ void TraceWriter::work(Job& job) {
     case Job::Kind::Text: {
       uint64_t n = job.text.size();
       if (!job.text.empty()) {
-        b.pace(pending_bytes_.load(std::memory_order_relaxed), job.text.size());
-        b.append(job.text.data(), job.text.size());
+        b.take(job.text.data(), job.text.size(), pending_bytes_.load(std::memory_order_relaxed));
       } else if (job.length != 0) {
         n = job.length;
         read_buf_.resize(job.length);
         if (read_all(backlog_fd_, job.offset, read_buf_.data(), job.length)) {
-          b.pace(pending_bytes_.load(std::memory_order_relaxed), job.length);
-          b.append(read_buf_.data(), job.length);
+          b.take(read_buf_.data(), job.length, pending_bytes_.load(std::memory_order_relaxed));
         } else if (b.failed.empty()) {
           b.failed = "could not read back the trace's backlog";
         }
@@ -485,6 +536,7 @@ bool TraceFile::open(std::string& problem) {
   auto body = std::make_shared<TraceBody>();
   body->near = config_.path;
   body->level = config_.level;
+  body->to_text = config_.to_text;
   if (!body->new_slice()) {
     problem = body->failed + "; " + config_.path + " not written";
     open_problem_ = problem;
@@ -508,7 +560,7 @@ void TraceFile::hand_over() {
   job.body = body_;
   writer_.pending_bytes_.fetch_add(text_.size(), std::memory_order_relaxed);
   job.text.swap(text_);
-  text_.reserve(kChunk + (kChunk >> 4));
+  if (!writer_.reuse(text_)) text_.reserve(kChunk + (kChunk >> 4));
   writer_.submit(std::move(job));
 }
 

@@ -1,8 +1,8 @@
 // A trace file written while the run goes on, in constant memory.
 //
-// The collector appends events as text (EventText) to the file's buffer;
-// each full buffer is handed to one background thread of nb's
-// (TraceWriter), which compresses it into the file's body. The body lives
+// The collector appends events to the file's buffer (as text, or packed for
+// the writer to make text of); each full buffer is handed to one background
+// thread of nb's (TraceWriter), which compresses it into the file's body. The body lives
 // in files already unlinked, beside the output: a process killed at any
 // moment leaves nothing behind, and the page cache, not the process, holds
 // what waits on disk. At the end the head (known only then: the table, the
@@ -44,7 +44,7 @@ class TraceWriter {
  public:
   // `memory_bytes`: text buffers waiting in memory before the backlog file
   // takes over.
-  explicit TraceWriter(size_t memory_bytes = size_t(8) << 20) : memory_limit_(memory_bytes) {}
+  explicit TraceWriter(size_t memory_bytes = size_t(4) << 20) : memory_limit_(memory_bytes) {}
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -70,6 +70,11 @@ class TraceWriter {
     std::shared_ptr<std::atomic<bool>> done;  // Barrier
   };
   void submit(Job job);
+  // A buffer that held text already handed over, for the next chunk (false:
+  // none to spare). Reusing them keeps freed megabytes from piling up in
+  // the allocator of a thread that is not the one that freed them.
+  bool reuse(std::string& text);
+  void spare(std::string&& text);  // with mu_ held
   bool start(std::string& problem);  // the thread, once
   void run();
   void work(Job& job);
@@ -82,6 +87,8 @@ class TraceWriter {
   std::condition_variable cv_;       // the thread waits for jobs
   std::condition_variable done_cv_;  // barriers and memory room
   std::deque<Job> jobs_;
+  std::vector<std::string> spare_;  // at most kSpare
+  static constexpr size_t kSpare = 2;
   size_t queued_memory_ = 0;
   bool stop_ = false;
   bool started_ = false;
@@ -102,9 +109,15 @@ struct TraceFinish {
   bool keep_body = false;
 };
 
+// Turns what the collector handed over into the file's text, on the writer
+// thread, each file's in the order handed over (TraceStream's: packed
+// events, see event_pack.h). False: the input is not what it should be.
+using TraceToText = std::function<bool(const char* p, size_t n, std::string& text)>;
+
 struct TraceFileConfig {
   std::string path;        // the final name, e.g. out.trace.json.gz
   int level = 1;           // zlib level 1-9; 0 = plain JSON
+  TraceToText to_text;     // none: what is handed over is the text
 };
 
 class TraceFile {
@@ -124,13 +137,17 @@ class TraceFile {
   // body's files stay where they are, in the same directory.
   void set_path(std::string path) { config_.path = std::move(path); }
 
-  // Append event text here, then call committed() with the event's "ts".
+  // Append event text (or what config.to_text reads) here, then call
+  // committed() with the event's "ts".
   std::string& text() { return text_; }
   void committed(double ts) {
     if (ts < min_ts_) min_ts_ = ts;
     if (ts > max_ts_) max_ts_ = ts;
     if (text_.size() >= kChunk) hand_over();
   }
+  // Hands what was appended so far to the writer now (it goes on its own
+  // at each full buffer).
+  void hand_over();
   // Ends the current slice (what was appended so far goes into it) and
   // starts a new one; keeps only the newest `keep` slices (0 = all).
   void end_slice(size_t keep);
@@ -146,7 +163,6 @@ class TraceFile {
 
  private:
   static constexpr size_t kChunk = size_t(1) << 20;
-  void hand_over();
   TraceWriter::Job slice_job(TraceWriter::Job::Kind kind);
   TraceWriter& writer_;
   TraceFileConfig config_;

@@ -1,11 +1,13 @@
 // A recording's timeline on its way to <prefix>.trace.json.gz: the events
-// the TraceBuilder makes, as text, into a TraceFile.
+// the TraceBuilder makes, packed into a TraceFile, whose writer thread
+// makes text of them (event_pack.h says why).
 #pragma once
+#include <memory>
 #include <string>
 
+#include "collector/event_pack.h"
 #include "collector/trace_builder.h"
 #include "collector/trace_file.h"
-#include "formats/chrome_trace.h"
 
 namespace nb {
 
@@ -13,22 +15,22 @@ class TraceStream final : public EventSink {
  public:
   // `base_ns`: the epoch ns event times are written relative to.
   TraceStream(TraceWriter& writer, TraceFileConfig config, uint64_t base_ns, const TraceNames& names)
-      : file_(writer, std::move(config)), text_(base_ns, names.all()), base_ns_(base_ns) {}
+      : file_(writer, with_unpacker(std::move(config), base_ns)), pack_(names.all()), base_ns_(base_ns) {}
 
   bool open(std::string& problem) { return file_.open(problem); }
   void event(const formats::Event& e) override {
     if (!file_.is_open()) return;
-    text_.event(file_.text(), e);
+    pack_.event(file_.text(), e);
     file_.committed(ts(e.ts_ns));
   }
   void flow(const formats::Flow& f) override {
     if (!file_.is_open()) return;
-    text_.flow(file_.text(), f);
+    pack_.flow(file_.text(), f);
     file_.committed(ts(f.ts_ns));
   }
   void counter(const formats::Counter& c) override {
     if (!file_.is_open()) return;
-    text_.counter(file_.text(), c);
+    pack_.counter(file_.text(), c);
     file_.committed(ts(c.ts_ns));
   }
   // An epoch time as events write it (µs after base_ns).
@@ -39,8 +41,13 @@ class TraceStream final : public EventSink {
   uint64_t base_ns() const { return base_ns_; }
 
  private:
+  static TraceFileConfig with_unpacker(TraceFileConfig config, uint64_t base_ns) {
+    auto unpacker = std::make_shared<EventUnpacker>(base_ns);
+    config.to_text = [unpacker](const char* p, size_t n, std::string& text) { return unpacker->unpack(p, n, text); };
+    return config;
+  }
   TraceFile file_;
-  formats::EventText text_;
+  EventPacker pack_;
   uint64_t base_ns_;
 };
 

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> kernel_names = {""};
   for (int k = 0; k < 20; ++k) kernel_names.push_back("void gemm_kernel_" + std::to_string(k) + "<float, 128>(float*, int)");
   TraceNames names(nullptr, kernel_names);
-  TraceStream trace(writer, TraceFileConfig{path, 1}, base, names);
+  TraceStream trace(writer, TraceFileConfig{path, 1, {}}, base, names);
   std::string problem;
   if (!trace.open(problem)) {
     std::fprintf(stderr, "%s\n", problem.c_str());

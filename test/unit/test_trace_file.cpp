@@ -52,7 +52,7 @@ TEST_CASE("trace file: head, streamed events and tail are one gzip member, or pl
     DYNAMIC_SECTION("level " << level) {
       nbtest::TempDir dir;
       TraceWriter writer;
-      TraceFile f(writer, TraceFileConfig{dir.file("t.trace.json.gz"), level});
+      TraceFile f(writer, TraceFileConfig{dir.file("t.trace.json.gz"), level, {}});
       std::string problem;
       REQUIRE(f.open(problem));
       std::string expected = kHead;
@@ -77,7 +77,7 @@ TEST_CASE("trace file: head, streamed events and tail are one gzip member, or pl
 TEST_CASE("trace file: a flight recorder keeps the newest slices and cuts the oldest at a time", "[trace_file]") {
   nbtest::TempDir dir;
   TraceWriter writer;
-  TraceFile f(writer, TraceFileConfig{dir.file("k.trace.json.gz"), 1});
+  TraceFile f(writer, TraceFileConfig{dir.file("k.trace.json.gz"), 1, {}});
   std::string problem;
   REQUIRE(f.open(problem));
   // Slices of 100 events; the newest 3 kept.
@@ -107,7 +107,7 @@ TEST_CASE("trace file: a flight recorder keeps the newest slices and cuts the ol
 TEST_CASE("trace file: a body that cannot be kept gives one problem, and no file", "[trace_file]") {
   nbtest::TempDir dir;
   TraceWriter writer;
-  TraceFile f(writer, TraceFileConfig{"/proc/nb-no-such-dir/t.trace.json.gz", 1});
+  TraceFile f(writer, TraceFileConfig{"/proc/nb-no-such-dir/t.trace.json.gz", 1, {}});
   std::string problem, again;
   CHECK_FALSE(f.open(problem));
   CHECK(problem.find("/proc/nb-no-such-dir") != std::string::npos);
@@ -121,7 +121,7 @@ TEST_CASE("trace file: a slice of many MB is cut at a time a buffer at a time", 
     DYNAMIC_SECTION("level " << level) {
       nbtest::TempDir dir;
       TraceWriter writer;
-      TraceFile f(writer, TraceFileConfig{dir.file("big.trace.json.gz"), level});
+      TraceFile f(writer, TraceFileConfig{dir.file("big.trace.json.gz"), level, {}});
       std::string problem;
       REQUIRE(f.open(problem));
       // One slice of 100,000 events (about 9 MB of text), cut in its middle.
@@ -142,7 +142,7 @@ TEST_CASE("trace file: text that comes faster than level 9 compresses still make
   // 8 MB, drops to level 1, and goes back to 9 as it catches up.
   nbtest::TempDir dir;
   TraceWriter writer;
-  TraceFile f(writer, TraceFileConfig{dir.file("fast.trace.json.gz"), 9});
+  TraceFile f(writer, TraceFileConfig{dir.file("fast.trace.json.gz"), 9, {}});
   std::string problem;
   REQUIRE(f.open(problem));
   std::string expected = kHead;

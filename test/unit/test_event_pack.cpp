@@ -1,0 +1,127 @@
+// Packed on the collector thread, unpacked on the writer's: the text must
+// be exactly what EventText writes from the events themselves.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "collector/event_pack.h"
+
+using namespace nb;
+using formats::Arg;
+
+namespace {
+
+formats::Event sample_event(uint32_t name, int i) {
+  formats::Event e;
+  e.name = name;
+  e.cat = i % 2 ? formats::Category::Kernel : formats::Category::CudaDriver;
+  e.pid = 7;
+  e.tid = 100 + i;
+  e.ts_ns = 1'000'000'000ull + 1234ull * static_cast<uint64_t>(i);
+  e.dur_ns = 500 + static_cast<uint64_t>(i);
+  e.stack = static_cast<uint32_t>(i % 3);
+  if (i % 5 == 0) e.label = "ProfilerStep#" + std::to_string(i) + " \"quoted\"";
+  e.args = {Arg::uinteger("correlation", static_cast<uint64_t>(i)), Arg::integer("device", -i),
+            Arg::real("memory bandwidth (GB/s)", 1.5 * i), Arg::view("kind", i % 2 ? "HtoD" : "a \"view\"\n"),
+            Arg::hex("stream handle", 0xdeadbeefull + static_cast<uint64_t>(i)), Arg::dim3("grid", 1, 2, 3 + i),
+            Arg::name("kernel", name)};
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("packed events unpack to the text EventText writes", "[pack]") {
+  std::vector<std::string> names = {"cuLaunchKernel", "Device memory (bytes)"};
+  EventPacker packer(&names);
+  std::string packed;
+  const std::vector<std::string>* direct_names = &names;
+  formats::EventText direct(1'000'000'000ull, direct_names);
+  std::string want;
+  for (int i = 0; i < 50; ++i) {
+    if (i == 20) names.push_back("kernel<float>(\"x\")");  // a name that comes later
+    const uint32_t name = i >= 20 ? 2 : 0;
+    const formats::Event e = sample_event(name, i);
+    packer.event(packed, e);
+    direct.event(want, e);
+    const formats::Flow f{static_cast<uint64_t>(i), 7, 100 + i, e.ts_ns, i % 2 == 0};
+    packer.flow(packed, f);
+    direct.flow(want, f);
+    formats::Counter c;
+    c.name = 1;
+    c.pid = 0;
+    c.ts_ns = e.ts_ns + 1;
+    c.values = {{"allocated", 1024.0 * i}, {"reserved", 4096.0}};
+    packer.counter(packed, c);
+    direct.counter(want, c);
+  }
+  EventUnpacker unpacker(1'000'000'000ull);
+  std::string got;
+  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
+  CHECK(got == want);
+  CHECK(packed.size() < want.size());
+}
+
+TEST_CASE("an unpacker reads pieces in order, with names and keys sent once", "[pack]") {
+  std::vector<std::string> names = {"a"};
+  EventPacker packer(&names);
+  formats::EventText direct(0, &names);
+  EventUnpacker unpacker(0);
+  std::string want, got;
+  for (int piece = 0; piece < 3; ++piece) {
+    names.push_back("n" + std::to_string(piece));
+    std::string packed;
+    for (int i = 0; i < 10; ++i) {
+      const formats::Event e = sample_event(static_cast<uint32_t>(names.size() - 1), i);
+      packer.event(packed, e);
+      direct.event(want, e);
+    }
+    REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
+  }
+  CHECK(got == want);
+}
+
+TEST_CASE("more distinct argument keys than ids are sent inline", "[pack]") {
+  std::vector<std::string> names = {"a"};
+  EventPacker packer(&names);
+  formats::EventText direct(0, &names);
+  // 300 keys at distinct addresses (the packer knows keys by address).
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("key" + std::to_string(i));
+  std::string packed, want;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& k : keys) {
+      formats::Event e;
+      e.args = {Arg::integer(k, round)};
+      packer.event(packed, e);
+      direct.event(want, e);
+      formats::Counter c;
+      c.values = {{k.c_str(), 1.0}};
+      packer.counter(packed, c);
+      direct.counter(want, c);
+    }
+  }
+  EventUnpacker unpacker(0);
+  std::string got;
+  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
+  CHECK(got == want);
+}
+
+TEST_CASE("a pack cut short or garbled is refused, not read past its end", "[pack]") {
+  std::vector<std::string> names = {"a"};
+  EventPacker packer(&names);
+  std::string packed;
+  packer.event(packed, sample_event(0, 3));
+  const size_t start = packed.size();  // names and keys sent: an event alone
+  packer.event(packed, sample_event(0, 4));
+  for (size_t cut = start; cut <= packed.size(); ++cut) {
+    EventUnpacker unpacker(0);
+    std::string got;
+    const bool ok = unpacker.unpack(packed.data(), cut, got);
+    INFO("cut at " << cut);
+    CHECK((cut == start || cut == packed.size()) == ok);
+  }
+  EventUnpacker unpacker(0);
+  std::string got;
+  const std::string junk = "Zjunk";
+  CHECK_FALSE(unpacker.unpack(junk.data(), junk.size(), got));
+}
