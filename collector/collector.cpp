@@ -183,6 +183,8 @@ bool Collector::start() {
 
 size_t Collector::drain_rings() {
   // Taken before the drain: every call that returned before it is in after.
+  drain_ticks_ = now_ticks();
+  memory_in_call_ = UINT64_MAX;
   if (order_join_on_) {
     drained_ns_ = monotonic_ns();
     in_call_ns_ = UINT64_MAX;
@@ -193,9 +195,13 @@ size_t Collector::drain_rings() {
     // Read before the drain (and after drained_ns_): a call seen outside
     // has its record in this drain; one inside holds back the records of
     // work begun after it began (OrderJoin::advance).
-    if (order_join_on_ && slot.state.load(std::memory_order_relaxed) == ThreadSlot::kOwned) {
-      const uint64_t in_call = slot.in_call.load(std::memory_order_acquire);
-      if (in_call != 0) in_call_ns_ = std::min(in_call_ns_, pass_map_.mono_ns(in_call));
+    if (slot.state.load(std::memory_order_relaxed) == ThreadSlot::kOwned) {
+      if (order_join_on_) {
+        const uint64_t in_call = slot.in_call.load(std::memory_order_acquire);
+        if (in_call != 0) in_call_ns_ = std::min(in_call_ns_, pass_map_.mono_ns(in_call));
+      }
+      const uint64_t in_memory = slot.in_memory_call.load(std::memory_order_acquire);
+      if (in_memory != 0) memory_in_call_ = std::min(memory_in_call_, in_memory);
     }
     // Exited is read before draining: a slot seen exited is fully drained by
     // this pass, since its owner publishes nothing after exiting.
@@ -307,7 +313,10 @@ size_t Collector::drain_once() {
       tracer_->flush(false);
       last_flush_ = now;
     }
-    take_device_records();
+    // A piece a pass (a few ms of work at most), then the rings again.
+    constexpr size_t kPassDeviceRecords = 4096;
+    take_device_records(OrderJoin::Pass::Normal, kPassDeviceRecords);
+    device_behind_ = tracer_->queued();
   }
   if (windowed_ || time_step_ns_ != 0) service_windows();
   return n;
@@ -391,19 +400,29 @@ uint32_t Collector::intern_stack(FrameRing& frames, uint32_t tagged) {
 }
 
 uint64_t Collector::memory_horizon() const {
-  constexpr uint64_t kLagNs = 100000000;  // 100 ms
+  // Memory records are applied in the order of their effect, up to a time
+  // no record still to come can be before: the last drain's start, less a
+  // lag for records made outside the hooks' marks (and the instant between
+  // a call's start and its mark), and no later than the start of a memory
+  // call still in flight then. A short lag keeps few records waiting (a
+  // million calls a second is thousands per millisecond).
+  constexpr uint64_t kLagNs = 10000000;  // 10 ms
   const ClockAnchor now = read_anchor();
-  if (now.mono_ns <= start_anchor_.mono_ns + kLagNs) return 0;
-  if (!g_ticks_are_tsc) return now.ticks - kLagNs;
-  // Ticks per ns from the start anchor: a rough rate is enough for a lag.
-  const double rate = static_cast<double>(now.ticks - start_anchor_.ticks) /
-                      static_cast<double>(now.mono_ns - start_anchor_.mono_ns);
-  return now.ticks - static_cast<uint64_t>(rate * kLagNs);
+  if (now.mono_ns <= start_anchor_.mono_ns + kLagNs || drain_ticks_ == 0) return 0;
+  uint64_t lag_ticks = kLagNs;
+  if (g_ticks_are_tsc) {
+    // Ticks per ns from the start anchor: a rough rate is enough for a lag.
+    const double rate = static_cast<double>(now.ticks - start_anchor_.ticks) /
+                        static_cast<double>(now.mono_ns - start_anchor_.mono_ns);
+    lag_ticks = static_cast<uint64_t>(rate * kLagNs);
+  }
+  const uint64_t lagged = drain_ticks_ > lag_ticks ? drain_ticks_ - lag_ticks : 0;
+  return std::min(lagged, memory_in_call_);
 }
 
-void Collector::take_device_records(OrderJoin::Pass pass) {
-  std::vector<DeviceRecord> records;
-  tracer_->take(records);
+void Collector::take_device_records(OrderJoin::Pass pass, size_t max) {
+  std::vector<DeviceRecord>& records = device_piece_;  // kept: its room is reused pass after pass
+  tracer_->take(records, max);
   if (order_join_on_) {
     const uint64_t now = monotonic_ns();
     const auto emit = [this](const DeviceRecord& d, const OrderJoin::Link& l) { deliver(d, l); };
@@ -458,7 +477,7 @@ void Collector::run() {
     }
     lock.lock();
     const auto pause = drain_pause(n, frames_drained_, registry_.capacity(), registry_.frame_capacity());
-    if (pause.count() == 0) continue;  // a flood: drain again at once
+    if (pause.count() == 0 || device_behind_) continue;  // a flood: drain again at once
     cv_.wait_for(lock, pause, [this] { return stop_; });
   }
 }

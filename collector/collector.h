@@ -56,7 +56,9 @@ class Collector final : public Recorder {
   // CUPTI's records so far. NoWait: a window's deadline (the order join
   // stops waiting for missing ids); Final: the last take (after the device
   // was synchronized and CUPTI flushed), nothing waits any longer.
-  void take_device_records(OrderJoin::Pass pass = OrderJoin::Pass::Normal);
+  // At most `max` of the records CUPTI handed over (a pass takes a piece, so
+  // that it comes back to the rings soon: they fill in milliseconds).
+  void take_device_records(OrderJoin::Pass pass = OrderJoin::Pass::Normal, size_t max = SIZE_MAX);
   uint64_t memory_horizon() const;
   uint32_t intern_stack(FrameRing& frames, uint32_t tagged);
   // The dropped-call counters of every slot and the process-wide ones,
@@ -108,6 +110,8 @@ class Collector final : public Recorder {
   uint64_t memory_limit() const;
   // Recorded calls that made device work still without their device record
   // (the whole run's, or any window's).
+  bool device_behind_ = false;  // device records left for the next pass
+  std::vector<DeviceRecord> device_piece_;  // what a pass took from the tracer
   bool device_records_pending() const;
   // NB_STEP as the user reads it in messages ("sync" when not given).
   std::string step_text() const { return options_.step.spec.empty() ? "sync" : options_.step.spec; }
@@ -174,6 +178,8 @@ class Collector final : public Recorder {
   TimeMap pass_map_;
   uint64_t drained_ns_ = 0;
   uint64_t in_call_ns_ = UINT64_MAX;  // earliest start of a device-work call in flight at that drain
+  uint64_t drain_ticks_ = 0;             // when the last drain began
+  uint64_t memory_in_call_ = UINT64_MAX; // earliest start (ticks) of a memory call in flight then
   OrderJoin order_join_;
   std::mutex mu_;
   std::condition_variable cv_;

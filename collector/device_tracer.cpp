@@ -11,7 +11,7 @@ namespace nb {
 
 namespace {
 
-constexpr size_t kBufferBytes = 4u << 20;
+constexpr size_t kBufferBytes = 1u << 20;
 constexpr size_t kBufferAlign = 8;  // CUPTI's requirement
 
 DeviceTracer* g_tracer = nullptr;
@@ -91,6 +91,8 @@ bool DeviceTracer::enable(const DeviceTracerConfig& config, std::string& why) {
   max_buffers_ = config.pool_bytes / kBufferBytes;
   if (max_buffers_ < 2) max_buffers_ = 2;
   free_buffers_.reserve(max_buffers_);  // returning a buffer never allocates
+  // Reserved, not touched: the queue never doubles (two copies at once).
+  queue_.reserve(kMaxQueued);
   g_tracer = this;
 
   // The timestamp callback must be in place before any kind is enabled.
@@ -162,10 +164,41 @@ void DeviceTracer::hand_over() {
   handed_over_.store(true, std::memory_order_release);
 }
 
-void DeviceTracer::take(std::vector<DeviceRecord>& records) {
+void DeviceTracer::take(std::vector<DeviceRecord>& records, size_t max) {
   std::lock_guard<std::mutex> lock(mu_);
-  records.swap(queue_);
-  queue_.clear();
+  const size_t left = queue_.size() - queue_head_;
+  const size_t n = std::min(max, left);
+  const auto from = queue_.begin() + static_cast<std::ptrdiff_t>(queue_head_);
+  if (max == SIZE_MAX && records.capacity() < n) {
+    // All of it, and no room where it goes: handed over whole, with no
+    // allocation (the end's path, where memory may have run out; the queue
+    // keeps no room after it).
+    queue_.erase(queue_.begin(), from);
+    queue_head_ = 0;
+    records.clear();
+    records.swap(queue_);
+    return;
+  }
+  try {
+    records.assign(from, from + static_cast<std::ptrdiff_t>(n));  // in the room it has, mostly
+  } catch (...) {
+    records.clear();  // no memory for a piece: taken on a later pass
+    return;
+  }
+  queue_head_ += n;
+  if (queue_head_ == queue_.size()) {
+    queue_.clear();
+    queue_head_ = 0;
+  } else if (queue_head_ > queue_.size() / 2) {
+    // What was taken goes once it is most of the vector: bounded, and cheap.
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(queue_head_));
+    queue_head_ = 0;
+  }
+}
+
+bool DeviceTracer::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_head_ < queue_.size();
 }
 
 DeviceTracerCounts DeviceTracer::counts() const {
@@ -257,15 +290,19 @@ DeviceRecord DeviceTracer::copy_record(const CopyActivity& m) {
 }
 
 void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
-  std::vector<DeviceRecord> local;
   uint64_t other = 0;
   bool failed = false;
   CUpti_Activity* rec = nullptr;
-  // Parsing holds only parse_mu_ (the name caches; two flushes may deliver
-  // buffers on two threads), not mu_: buffer requests come from application
-  // threads inside CUDA calls and must not wait for a whole buffer's parse.
-  try {
+  // Parsing holds only parse_mu_ (the name caches and the parsed records;
+  // two flushes may deliver buffers on two threads), not mu_: buffer
+  // requests come from application threads inside CUDA calls and must not
+  // wait for a whole buffer's parse. The parsed records go into a vector
+  // kept from buffer to buffer: a new one each time would leave megabytes
+  // freed but resident in the allocator.
   std::lock_guard<std::mutex> parse_lock(parse_mu_);
+  std::vector<DeviceRecord>& local = parsed_;
+  local.clear();
+  try {
   while (buffer != nullptr && api_.cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -315,7 +352,8 @@ void DeviceTracer::on_buffer_complete(uint8_t* buffer, size_t valid_size) {
   counts_.records += local.size();
   counts_.other_records += other;
   if (failed) ++counts_.failed_buffers;
-  const size_t room = queue_.size() < kMaxQueued ? kMaxQueued - queue_.size() : 0;
+  const size_t waiting = queue_.size() - queue_head_;
+  const size_t room = waiting < kMaxQueued ? kMaxQueued - waiting : 0;
   if (local.size() > room) {
     counts_.overflow += local.size() - room;
     local.resize(room);

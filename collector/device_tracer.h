@@ -37,7 +37,7 @@ class DeviceTracer {
 
   // Parsed records waiting for the collector, at most (about 100 bytes
   // each): a collector that falls behind must not grow the program.
-  static constexpr size_t kMaxQueued = size_t(1) << 17;
+  static constexpr size_t kMaxQueued = size_t(1) << 15;
 
   // Loads CUPTI (NB_CUPTI_LIB or the usual places). Nothing is enabled yet.
   bool load(const std::string& cupti_lib, std::string& why);
@@ -53,9 +53,11 @@ class DeviceTracer {
   const CuptiApi& api() const { return api_; }
 
   // Collector thread: hand over complete buffers (forced: also the ones in
-  // flight, after the caller synchronized the device), then take the queue.
+  // flight, after the caller synchronized the device), then take the queue
+  // (the oldest `max` records of it at most).
   void flush(bool forced);
-  void take(std::vector<DeviceRecord>& records);
+  void take(std::vector<DeviceRecord>& records, size_t max = SIZE_MAX);
+  bool queued() const;
   // Stops activity (after a forced flush). Idempotent.
   void stop();
   // Between recording windows: activity off, buffers kept; resume() turns
@@ -93,10 +95,12 @@ class DeviceTracer {
   size_t max_buffers_ = 0;
 
   mutable std::mutex mu_;  // pool, queue, counts: CUPTI's threads vs the collector
-  std::mutex parse_mu_;    // name caches, while a buffer is parsed
+  std::mutex parse_mu_;    // name caches and parsed_, while a buffer is parsed (before mu_)
+  std::vector<DeviceRecord> parsed_;  // one buffer's records
   std::vector<uint8_t*> free_buffers_;
   size_t allocated_buffers_ = 0;
-  std::vector<DeviceRecord> queue_;  // parsed, for the collector (kMaxQueued at most)
+  std::vector<DeviceRecord> queue_;  // parsed, for the collector (kMaxQueued at most from queue_head_)
+  size_t queue_head_ = 0;            // taken before this
   struct KernelNames {
     uint32_t demangled, raw;
   };

@@ -1,6 +1,7 @@
 #include "collector/memory_tracker.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace nb {
 
@@ -12,21 +13,60 @@ constexpr uint64_t kLargeSegment = 1 << 20;  // PyTorch's small pool holds block
 int device_or_zero(int32_t d) { return d >= 0 && d < 4096 ? d : 0; }
 }  // namespace
 
-void MemoryTracker::push(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-                         uint64_t ticks, uint32_t stack, uint64_t device_free) {
+void MemoryTracker::push(const Fact& f) {
   if (in_teardown_) return;  // after the snapshot's state (see ended_)
-  ring_.push_back(Entry{a, device, addr, size, stream, ticks, device_free, stack});
-  if (ring_.size() > max_entries_) {
-    ring_.pop_front();
+  ring_.push_back(f);
+  entries_ += entries_of(f.kind);
+  while (entries_ > max_entries_) {
+    // The oldest entries go first, one at a time: a fact may lose some.
+    ++front_skip_;
+    --entries_;
     ++counts_.overwritten;
+    if (front_skip_ == entries_of(ring_.front().kind)) {
+      ring_.pop_front();
+      front_skip_ = 0;
+    }
   }
 }
 
 void MemoryTracker::forget_before(uint64_t ticks) {
-  while (!ring_.empty() && ring_.front().ticks < ticks) {
+  while (!ring_.empty()) {
+    const Fact& f = ring_.front();
+    uint64_t t = 0;
+    while (front_skip_ < entries_of(f.kind) && (entry_of(f, front_skip_, t), t < ticks)) {
+      ++front_skip_;
+      --entries_;
+      ++counts_.aged_out;
+    }
+    if (front_skip_ < entries_of(f.kind)) return;
     ring_.pop_front();
-    ++counts_.aged_out;
+    front_skip_ = 0;
   }
+}
+
+formats::TraceEntry MemoryTracker::entry_of(const Fact& f, size_t i, uint64_t& ticks) {
+  formats::TraceEntry e;
+  e.addr = f.addr;
+  e.size = f.size;
+  e.stream = f.stream;
+  e.stack = f.stack;
+  ticks = f.ticks;
+  switch (f.kind) {
+    case FactKind::Alloc: e.action = i == 0 ? Action::SegmentAlloc : Action::Alloc; break;
+    case FactKind::Map: e.action = i == 0 ? Action::SegmentMap : Action::Alloc; break;
+    case FactKind::Free:
+    case FactKind::Unmap:
+      e.action = i == 0 ? Action::FreeRequested : i == 1 ? Action::FreeCompleted
+                 : f.kind == FactKind::Unmap ? Action::SegmentUnmap : Action::SegmentFree;
+      if (i != 0) ticks = f.done;
+      break;
+    case FactKind::Oom:
+      e.action = Action::Oom;
+      e.addr = 0;
+      e.device_free = f.addr;
+      break;
+  }
+  return e;
 }
 
 void MemoryTracker::grow_devices(int device) {
@@ -74,9 +114,8 @@ void MemoryTracker::remove_live(uint64_t addr, const Live& l) {
 // `stack`: the freeing call's stack (the allocation's is in `l`).
 void MemoryTracker::release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done,
                             bool unmap, uint32_t stack) {
-  push(Action::FreeRequested, l.device, addr, l.size, l.stream, t_req, stack);
-  push(Action::FreeCompleted, l.device, addr, l.size, l.stream, t_done, stack);
-  push(unmap ? Action::SegmentUnmap : Action::SegmentFree, l.device, addr, l.size, l.stream, t_done, stack);
+  push(Fact{t_req, t_done, addr, l.size, l.stream, stack, static_cast<uint16_t>(l.device),
+            unmap ? FactKind::Unmap : FactKind::Free});
   remove_live(addr, l);
   note_point(t_done, l.device);
 }
@@ -94,7 +133,7 @@ void MemoryTracker::on_record(const Record& r) {
       if (r.result != 0) {
         if (r.result == kOutOfMemory) {
           ++counts_.ooms;
-          push(Action::Oom, dev, 0, r.bytes, r.stream, r.end, r.stack, r.aux);
+          push(Fact{r.end, r.end, r.aux, r.bytes, r.stream, r.stack, static_cast<uint16_t>(dev), FactKind::Oom});
         }
         return;
       }
@@ -107,8 +146,7 @@ void MemoryTracker::on_record(const Record& r) {
       ++counts_.allocs;
       const bool async = (r.flags & record_flag::kAsync) != 0;
       const Live l{r.bytes, dev, r.stream, false, async, r.stack};
-      push(Action::SegmentAlloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
-      push(Action::Alloc, dev, r.ptr, r.bytes, r.stream, r.end, r.stack);
+      push(Fact{r.end, r.end, r.ptr, r.bytes, r.stream, r.stack, static_cast<uint16_t>(dev), FactKind::Alloc});
       add_live(r.ptr, l);
       if (r.flags & record_flag::kPoolReserved) pools_[r.ptr2] = {dev, r.aux};
       note_point(r.end, dev);
@@ -135,7 +173,8 @@ void MemoryTracker::on_record(const Record& r) {
       if (r.result == 0) vmm_handles_[r.ptr] = device_or_zero(r.device);
       else if (r.result == kOutOfMemory) {
         ++counts_.ooms;
-        push(Action::Oom, device_or_zero(r.device), 0, r.bytes, 0, r.end, r.stack, r.aux);
+        push(Fact{r.end, r.end, r.aux, r.bytes, 0, r.stack, static_cast<uint16_t>(device_or_zero(r.device)),
+                  FactKind::Oom});
       }
       return;
     case Kind::VmmRelease:
@@ -146,8 +185,7 @@ void MemoryTracker::on_record(const Record& r) {
       auto h = vmm_handles_.find(r.ptr2);
       const int dev = h != vmm_handles_.end() ? h->second : device_or_zero(r.device);
       ++counts_.maps;
-      push(Action::SegmentMap, dev, r.ptr, r.bytes, 0, r.end, r.stack);
-      push(Action::Alloc, dev, r.ptr, r.bytes, 0, r.end, r.stack);
+      push(Fact{r.end, r.end, r.ptr, r.bytes, 0, r.stack, static_cast<uint16_t>(dev), FactKind::Map});
       add_live(r.ptr, Live{r.bytes, dev, 0, true, false, r.stack});
       note_point(r.end, dev);
       return;
@@ -189,45 +227,53 @@ formats::SnapshotData MemoryTracker::snapshot(const TimeMap& time, uint64_t from
   formats::SnapshotData s;
   int max_device = 0;
 
+  // Segments too are made as they are written: a run whose frees were
+  // dropped can end with a hundred thousand "live" allocations. Only their
+  // order is kept here.
   const std::unordered_map<uint64_t, Live>& state = ended_ ? end_live_ : live_;
-  std::vector<std::pair<uint64_t, Live>> live(state.begin(), state.end());
-  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
-    return a.second.device != b.second.device ? a.second.device < b.second.device : a.first < b.first;
-  });
-  for (const auto& [addr, l] : live) {
-    formats::Segment seg;
-    seg.device = l.device;
-    seg.address = addr;
-    seg.total_size = seg.allocated_size = seg.active_size = seg.requested_size = l.size;
-    seg.stream = l.stream;
-    seg.large = l.size > kLargeSegment;
-    seg.is_expandable = l.mapped;
-    seg.stack = l.stack;
-    seg.blocks.push_back(formats::Block{addr, l.size, l.size, formats::BlockState::ActiveAllocated, l.stack});
-    s.segments.push_back(std::move(seg));
+  auto order = std::make_shared<std::vector<std::pair<int, uint64_t>>>();
+  order->reserve(state.size());
+  for (const auto& [addr, l] : state) {
+    order->emplace_back(l.device, addr);
     max_device = std::max(max_device, l.device);
   }
+  std::sort(order->begin(), order->end());
+  s.segment_source = [&state, order](const formats::SegmentSink& put) {
+    formats::Segment seg;
+    seg.blocks.resize(1);
+    for (const auto& [device, addr] : *order) {
+      const Live& l = state.at(addr);
+      seg.device = l.device;
+      seg.address = addr;
+      seg.total_size = seg.allocated_size = seg.active_size = seg.requested_size = l.size;
+      seg.stream = l.stream;
+      seg.large = l.size > kLargeSegment;
+      seg.is_expandable = l.mapped;
+      seg.stack = l.stack;
+      seg.blocks[0] = formats::Block{addr, l.size, l.size, formats::BlockState::ActiveAllocated, l.stack};
+      put(seg);
+    }
+  };
 
-  const auto to_us = [&](uint64_t ticks) { return time.epoch_ns(ticks) / 1000; };
-  for (const Entry& e : ring_) max_device = std::max(max_device, e.device);
-  s.device_traces.resize(static_cast<size_t>(max_device) + 1);
-  // Room for each device's entries at once: a million entries grown by
-  // doubling would hold two copies at the end of the run.
-  std::vector<size_t> count(s.device_traces.size());
-  for (const Entry& e : ring_) count[static_cast<size_t>(e.device)] += e.ticks >= from_ticks;
-  for (size_t d = 0; d < count.size(); ++d) s.device_traces[d].reserve(count[d]);
-  for (const Entry& e : ring_) {
-    if (e.ticks < from_ticks) continue;
-    formats::TraceEntry t;
-    t.action = e.action;
-    t.addr = e.addr;
-    t.size = e.size;
-    t.stream = e.stream;
-    t.time_us = to_us(e.ticks);
-    t.device_free = e.device_free;
-    t.stack = e.stack;
-    s.device_traces[static_cast<size_t>(e.device)].push_back(t);
-  }
+  for (const Fact& f : ring_) max_device = std::max(max_device, static_cast<int>(f.device));
+  // The history is written straight from the ring (see Fact), while the
+  // tracker stands still: outputs are written on the collector thread.
+  s.trace_devices = static_cast<size_t>(max_device) + 1;
+  s.trace_source = [this, time, from_ticks](size_t device, const formats::TraceSink& put) {
+    bool front = true;
+    for (const Fact& f : ring_) {
+      const size_t first = front ? front_skip_ : 0;
+      front = false;
+      if (f.device != device) continue;
+      for (size_t i = first; i < entries_of(f.kind); ++i) {
+        uint64_t ticks = 0;
+        formats::TraceEntry e = entry_of(f, i, ticks);
+        if (ticks < from_ticks) continue;
+        e.time_us = time.epoch_ns(ticks) / 1000;
+        put(e);
+      }
+    }
+  };
   return s;
 }
 

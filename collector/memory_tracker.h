@@ -67,14 +67,26 @@ class MemoryTracker {
     bool async;   // stream-ordered, from a memory pool
     uint32_t stack;  // StackTable id of the allocating call (0 = none)
   };
-  struct Entry {
-    formats::Action action;
-    int device;
-    uint64_t addr, size, stream, ticks, device_free;
+  // The history, one fact per change, expanded into the snapshot's entries
+  // only as they are written: an allocation or a mapping is two entries
+  // (segment_alloc or segment_map, then alloc), a free or an unmap three
+  // (free_requested, free_completed, segment_free or segment_unmap), an
+  // OOM one. A million entries cost about 19 MB this way (56 MB as
+  // entries, and as much again to copy them for writing).
+  enum class FactKind : uint8_t { Alloc, Map, Free, Unmap, Oom };
+  struct Fact {
+    uint64_t ticks;   // Free, Unmap: when requested
+    uint64_t done;    // Free, Unmap: when completed (else ticks)
+    uint64_t addr;    // Oom: the free bytes the device reported
+    uint64_t size, stream;
     uint32_t stack;
+    uint16_t device;
+    FactKind kind;
   };
-  void push(formats::Action a, int device, uint64_t addr, uint64_t size, uint64_t stream,
-            uint64_t ticks, uint32_t stack, uint64_t device_free = 0);
+  static size_t entries_of(FactKind k) { return k == FactKind::Oom ? 1 : k <= FactKind::Map ? 2 : 3; }
+  // Entry `i` of fact `f`, as the snapshot has it (time still in ticks).
+  static formats::TraceEntry entry_of(const Fact& f, size_t i, uint64_t& ticks);
+  void push(const Fact& f);
   void add_live(uint64_t addr, const Live& l);
   void remove_live(uint64_t addr, const Live& l);
   void release(uint64_t addr, const Live& l, uint64_t t_req, uint64_t t_done, bool unmap, uint32_t stack);
@@ -83,7 +95,9 @@ class MemoryTracker {
   // Deques, not vectors: both grow to millions of entries, and a vector's
   // doubling would copy tens of MB in one collector pass, long enough for
   // the threads' rings to overflow meanwhile.
-  std::deque<Entry> ring_;  // oldest first; at most max_entries_
+  std::deque<Fact> ring_;  // oldest first
+  size_t front_skip_ = 0;  // entries of the oldest fact already pushed out
+  size_t entries_ = 0;     // entries the ring holds (at most max_entries_)
   std::unordered_map<uint64_t, Live> live_;
   std::unordered_map<uint64_t, int> vmm_handles_;  // cuMemCreate handle → device
   void grow_devices(int device);

@@ -52,6 +52,7 @@ OrderJoin::OrderJoin(const Config& c) : config_(c) {
   // Its room up front (pages are touched as it fills): growing by doubling
   // would hold the old and the new copy at once.
   linked_.v.reserve(config_.max_linked + config_.max_linked / 3 + 4097);
+  open_.v.reserve(2 * config_.max_calls + 4097);  // live calls, and the holes of those taken
 }
 
 void OrderJoin::add(const Host& h) {

@@ -81,7 +81,7 @@ class OrderJoin {
     // than this on one stream while another went on gets no arrow.
     uint64_t keep_ns = 5000000000;
     uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
-    size_t max_calls = size_t(1) << 18;
+    size_t max_calls = size_t(1) << 15;
     size_t max_linked = size_t(1) << 16;  // joined ids remembered (64 bytes each, reserved at once)
     uint64_t max_positional_gap = 8;      // ids skipped that the dense rule above accounts for
     // Records waiting at most; past it the oldest are placed without their

@@ -69,7 +69,7 @@ class MemoryFeed {
     bool operator>(const PendingKey& o) const { return time != o.time ? time > o.time : arrival > o.arrival; }
   };
   std::vector<PendingKey> pending_memory_;
-  std::vector<Record> pending_slots_;
+  std::deque<Record> pending_slots_;  // never copied whole to grow
   std::vector<uint32_t> free_slots_;
   uint64_t memory_arrivals_ = 0;
 };

@@ -66,7 +66,7 @@ struct TraceSetup {
   CuptiJoin join_mode = CuptiJoin::None;
   bool debug_args = false;
   uint64_t hold_ns = 2000000000;     // how long a call or a range waits for its device records
-  size_t max_held = size_t(1) << 18;  // calls held at once
+  size_t max_held = size_t(1) << 15;  // calls held at once
   uint64_t max_host_events = 0;       // NB_TRACE_MAX_EVENTS, 0 = all
 };
 

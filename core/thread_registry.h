@@ -27,6 +27,10 @@ struct ThreadSlot {
   // writes it twice per such call, the collector reads it once per pass
   // (of owned slots only).
   alignas(64) std::atomic<uint64_t> in_call{0};
+  // The same for a call about device memory: its record may be overtaken by
+  // later ones of other threads, so the collector applies memory records
+  // only up to the earliest such call still in flight.
+  std::atomic<uint64_t> in_memory_call{0};
   // Calls of this thread whose record the full ring dropped, by API. Kept
   // over recycling: they only grow (drop_counts.h).
   alignas(64) DropCounts drops{};

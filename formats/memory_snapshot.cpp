@@ -92,7 +92,7 @@ std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
 
   field("segments");
   p.begin_list();
-  for (const Segment& seg : s.segments) {
+  const auto segment = [&](const Segment& seg) {
     p.item();
     p.begin_dict();
     field("device"); p.integer(seg.device);
@@ -121,28 +121,39 @@ std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
     }
     p.end_list();
     p.end_dict();
+  };
+  if (s.segment_source) {
+    s.segment_source(segment);
+  } else {
+    for (const Segment& seg : s.segments) segment(seg);
   }
   p.end_list();
 
   field("device_traces");
   p.begin_list();
-  for (const auto& trace : s.device_traces) {
+  const auto entry = [&](const TraceEntry& e) {
+    p.item();
+    p.begin_dict();
+    field("action"); key.write(action_name(e.action));
+    if (e.action == Action::Oom) {
+      field("device_free"); p.uinteger(e.device_free);
+    } else {
+      field("addr"); p.uinteger(e.addr);
+    }
+    field("size"); p.uinteger(e.size);
+    field("stream"); p.uinteger(e.stream);
+    field("time_us"); p.integer(e.time_us);
+    field("frames"); stacks.write(e.stack);
+    p.end_dict();
+  };
+  const size_t devices = s.trace_source ? s.trace_devices : s.device_traces.size();
+  for (size_t d = 0; d < devices; ++d) {
     p.item();
     p.begin_list();
-    for (const TraceEntry& e : trace) {
-      p.item();
-      p.begin_dict();
-      field("action"); key.write(action_name(e.action));
-      if (e.action == Action::Oom) {
-        field("device_free"); p.uinteger(e.device_free);
-      } else {
-        field("addr"); p.uinteger(e.addr);
-      }
-      field("size"); p.uinteger(e.size);
-      field("stream"); p.uinteger(e.stream);
-      field("time_us"); p.integer(e.time_us);
-      field("frames"); stacks.write(e.stack);
-      p.end_dict();
+    if (s.trace_source) {
+      s.trace_source(d, entry);
+    } else {
+      for (const TraceEntry& e : s.device_traces[d]) entry(e);
     }
     p.end_list();
   }
@@ -166,6 +177,20 @@ std::string pickle_into(const SnapshotData& s, std::ostream* sink) {
 }  // namespace
 
 std::string memory_snapshot_pickle(const SnapshotData& s) { return pickle_into(s, nullptr); }
+
+std::vector<Segment> segments_of(const SnapshotData& s) {
+  if (!s.segment_source) return s.segments;
+  std::vector<Segment> out;
+  s.segment_source([&](const Segment& seg) { out.push_back(seg); });
+  return out;
+}
+
+std::vector<std::vector<TraceEntry>> traces_of(const SnapshotData& s) {
+  if (!s.trace_source) return s.device_traces;
+  std::vector<std::vector<TraceEntry>> out(s.trace_devices);
+  for (size_t d = 0; d < out.size(); ++d) s.trace_source(d, [&](const TraceEntry& e) { out[d].push_back(e); });
+  return out;
+}
 
 void write_memory_snapshot(const SnapshotData& s, std::ostream& out) { pickle_into(s, &out); }
 

@@ -4,6 +4,7 @@
 // to them by index, and the writer stores each distinct stack once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,12 +67,26 @@ struct TraceEntry {
   uint32_t stack = 0;
 };
 
+using TraceSink = std::function<void(const TraceEntry&)>;
+using SegmentSink = std::function<void(const Segment&)>;
+
 struct SnapshotData {
   std::vector<Stack> stacks{Stack{}};  // stacks[0] is the empty stack
   std::vector<Segment> segments;
+  // Or, when set, the segments are made as they are written, in order.
+  std::function<void(const SegmentSink& put)> segment_source;
   std::vector<std::vector<TraceEntry>> device_traces;  // index = device number
+  // Or, when set, the history is read as it is written: devices
+  // 0..trace_devices-1, each's entries oldest first, handed to the sink (a
+  // history of a million entries is not copied first).
+  std::function<void(size_t device, const TraceSink& put)> trace_source;
+  size_t trace_devices = 0;
   // allocator_settings: free-form, shown by the viewer as JSON.
   std::vector<std::pair<std::string, std::string>> allocator_settings;
 };
+
+// The history as vectors, and the segments, whichever way `s` holds them.
+std::vector<std::vector<TraceEntry>> traces_of(const SnapshotData& s);
+std::vector<Segment> segments_of(const SnapshotData& s);
 
 }  // namespace nb::formats

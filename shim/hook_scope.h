@@ -65,6 +65,9 @@ class HookScope {
     if (is_device_work_kind(kind)) {
       t.slot->in_call.store(rec_->start, std::memory_order_release);
       marked_ = true;
+    } else if (is_memory_kind(kind)) {
+      t.slot->in_memory_call.store(rec_->start, std::memory_order_release);
+      marked_memory_ = true;
     }
   }
 
@@ -74,6 +77,7 @@ class HookScope {
     if (rec_ != nullptr) t.slot->ring.publish();
     // After the publish: a collector that reads 0 then sees the record.
     if (marked_) t.slot->in_call.store(0, std::memory_order_release);
+    if (marked_memory_) t.slot->in_memory_call.store(0, std::memory_order_release);
     t.depth = 0;
     t.outer = nullptr;
   }
@@ -125,7 +129,8 @@ class HookScope {
   Record* rec_ = nullptr;
   Record* target_ = nullptr;
   bool entered_ = false;
-  bool marked_ = false;  // slot->in_call set by this call
+  bool marked_ = false;         // slot->in_call set by this call
+  bool marked_memory_ = false;  // slot->in_memory_call
 };
 
 // A record not made by a hooked call (an NVTX range) on this thread, to fill

@@ -2,6 +2,7 @@
 
 #include "collector/memory_tracker.h"
 #include "collector/session.h"
+#include "formats/memory_snapshot.h"
 
 using namespace nb;
 using formats::Action;
@@ -21,7 +22,8 @@ Record rec(Kind kind, uint64_t ptr, uint64_t bytes, uint64_t t, int32_t result =
 
 std::vector<Action> actions(const formats::SnapshotData& s, size_t device = 0) {
   std::vector<Action> out;
-  for (const auto& e : s.device_traces.at(device)) out.push_back(e.action);
+  const auto traces = formats::traces_of(s);
+  for (const auto& e : traces.at(device)) out.push_back(e.action);
   return out;
 }
 }  // namespace
@@ -36,14 +38,14 @@ TEST_CASE("allocations and frees become segment/alloc and free/segment_free entr
                                             Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
                                             Action::SegmentFree});
   // The free carries the size of what it freed; times are epoch microseconds.
-  REQUIRE(s.device_traces[0][4].size == 256);
-  REQUIRE(s.device_traces[0][4].time_us == (3000 + 1000000) / 1000);
+  REQUIRE(formats::traces_of(s)[0][4].size == 256);
+  REQUIRE(formats::traces_of(s)[0][4].time_us == (3000 + 1000000) / 1000);
   // What is live at the end is a segment with one block covering it.
-  REQUIRE(s.segments.size() == 1);
-  REQUIRE(s.segments[0].address == 0x2000);
-  REQUIRE(s.segments[0].total_size == 512);
-  REQUIRE(s.segments[0].blocks.size() == 1);
-  REQUIRE(s.segments[0].blocks[0].size == 512);
+  REQUIRE(formats::segments_of(s).size() == 1);
+  REQUIRE(formats::segments_of(s)[0].address == 0x2000);
+  REQUIRE(formats::segments_of(s)[0].total_size == 512);
+  REQUIRE(formats::segments_of(s)[0].blocks.size() == 1);
+  REQUIRE(formats::segments_of(s)[0].blocks[0].size == 512);
   REQUIRE(m.live_bytes(0) == 512);
   REQUIRE(m.peak_bytes(0) == 768);
   REQUIRE(m.counts().allocs == 2);
@@ -58,9 +60,9 @@ TEST_CASE("a failed allocation for lack of memory is an oom entry with device_fr
   m.on_record(rec(Kind::Alloc, 0, 16, 6000, 1));  // other errors leave no entry
   const auto s = m.snapshot(TimeMap::offset_only(0));
   REQUIRE(actions(s) == std::vector<Action>{Action::Oom});
-  REQUIRE(s.device_traces[0][0].device_free == 777);
-  REQUIRE(s.device_traces[0][0].size == (1ull << 40));
-  REQUIRE(s.segments.empty());
+  REQUIRE(formats::traces_of(s)[0][0].device_free == 777);
+  REQUIRE(formats::traces_of(s)[0][0].size == (1ull << 40));
+  REQUIRE(formats::segments_of(s).empty());
   REQUIRE(m.counts().ooms == 1);
 }
 
@@ -70,7 +72,7 @@ TEST_CASE("frees of unknown or null pointers leave no entry but are counted", "[
   m.on_record(rec(Kind::Free, 0xdead, 0, 2));
   m.on_record(rec(Kind::Free, 0xbeef, 0, 3, 1));
   const auto s = m.snapshot(TimeMap::offset_only(0));
-  REQUIRE(s.device_traces[0].empty());
+  REQUIRE(formats::traces_of(s)[0].empty());
   REQUIRE(m.counts().unmatched_frees == 1);
 }
 
@@ -79,24 +81,24 @@ TEST_CASE("devices get their own trace lists", "[memory]") {
   m.on_record(rec(Kind::Alloc, 0x1000, 8, 1, 0, 2));
   m.on_record(rec(Kind::Free, 0x1000, 0, 2, 0, -1));  // frees do not know their device
   const auto s = m.snapshot(TimeMap::offset_only(0));
-  REQUIRE(s.device_traces.size() == 3);
-  REQUIRE(s.device_traces[0].empty());
-  REQUIRE(s.device_traces[2].size() == 5);
+  REQUIRE(formats::traces_of(s).size() == 3);
+  REQUIRE(formats::traces_of(s)[0].empty());
+  REQUIRE(formats::traces_of(s)[2].size() == 5);
 }
 
 TEST_CASE("the history is a ring of the newest entries", "[memory]") {
   MemoryTracker m(5);
   for (uint64_t i = 0; i < 4; ++i) m.on_record(rec(Kind::Alloc, 0x1000 * (i + 1), 8, 1000 * i));
   const auto s = m.snapshot(TimeMap::offset_only(0));
-  REQUIRE(s.device_traces[0].size() == 5);
+  REQUIRE(formats::traces_of(s)[0].size() == 5);
   REQUIRE(m.counts().overwritten == 3);
   // Oldest kept first; the newest five of the eight entries are the second
   // allocation's alloc and the third and fourth's segment_alloc + alloc.
-  REQUIRE(s.device_traces[0][0].action == Action::Alloc);
-  REQUIRE(s.device_traces[0][0].addr == 0x2000);
-  REQUIRE(s.device_traces[0][4].addr == 0x4000);
+  REQUIRE(formats::traces_of(s)[0][0].action == Action::Alloc);
+  REQUIRE(formats::traces_of(s)[0][0].addr == 0x2000);
+  REQUIRE(formats::traces_of(s)[0][4].addr == 0x4000);
   // Live allocations are all segments, whatever fell out of the history.
-  REQUIRE(s.segments.size() == 4);
+  REQUIRE(formats::segments_of(s).size() == 4);
 }
 
 TEST_CASE("virtual memory: maps are segment_map + alloc, unmaps release every mapping inside", "[memory]") {
@@ -116,7 +118,7 @@ TEST_CASE("virtual memory: maps are segment_map + alloc, unmaps release every ma
                                                Action::Alloc, Action::FreeRequested, Action::FreeCompleted,
                                                Action::SegmentUnmap, Action::FreeRequested,
                                                Action::FreeCompleted, Action::SegmentUnmap});
-  REQUIRE(s.segments.empty());
+  REQUIRE(formats::segments_of(s).empty());
   REQUIRE(m.counts().maps == 2);
   REQUIRE(m.counts().unmaps == 2);
 }
@@ -126,8 +128,8 @@ TEST_CASE("an address reused without a seen free closes the old block first", "[
   m.on_record(rec(Kind::Alloc, 0x1000, 8, 1));
   m.on_record(rec(Kind::Alloc, 0x1000, 16, 2));
   const auto s = m.snapshot(TimeMap::offset_only(0));
-  REQUIRE(s.segments.size() == 1);
-  REQUIRE(s.segments[0].total_size == 16);
+  REQUIRE(formats::segments_of(s).size() == 1);
+  REQUIRE(formats::segments_of(s)[0].total_size == 16);
   REQUIRE(m.live_bytes(0) == 16);
 }
 
@@ -148,8 +150,8 @@ TEST_CASE("session: memory records are applied in time order, whatever order the
   CHECK(s.memory().counts().frees == 1);
   CHECK(s.memory().live_bytes(0) == 64);  // T2's allocation is live at the end
   const auto snap = s.memory().snapshot(TimeMap::offset_only(0));
-  REQUIRE(snap.segments.size() == 1);
-  CHECK(snap.segments[0].address == 0x1000);
+  REQUIRE(formats::segments_of(snap).size() == 1);
+  CHECK(formats::segments_of(snap)[0].address == 0x1000);
 }
 
 TEST_CASE("memory curve: allocated and reserved; several pools add up, each as last reported", "[memory]") {
