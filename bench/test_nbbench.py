@@ -81,15 +81,15 @@ def trace(path, events, base=0):
     return path
 
 
-def call(eid, ts, name="cudaLaunchKernel", tid=1, **args):
+def call(corr, ts, name="cudaLaunchKernel", tid=1, **args):
     return {"ph": "X", "cat": "cuda_runtime", "name": name, "ts": ts, "dur": 1, "tid": tid, "pid": 1,
-            "args": dict(args, **{"External id": eid})}
+            "args": dict(args, correlation=corr)}
 
 
-def kernel(eid, ts, name="k", **args):
+def kernel(corr, ts, name="k", **args):
+    """A kernel made by the call of correlation `corr` (None: by no call recorded)."""
     a = dict(args)
-    if eid is not None:
-        a["External id"] = eid
+    a["correlation"] = corr if corr is not None else 10**9 + int(ts)
     return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": 2, "tid": 7, "pid": 0, "args": a}
 
 

@@ -150,7 +150,6 @@ uint64_t TraceBuilder::emit_host(const Record& r, uint32_t correlation) {
   e.ts_ns = static_cast<uint64_t>(epoch(r.start));
   e.dur_ns = r.end >= r.start ? time_.duration_ns(r.end - r.start) : 0;
   std::vector<Arg>& a = e.args;
-  a.push_back(Arg::uinteger("External id", r.id));
   // Recorded into a graph being captured: its work runs with the graph's launches.
   if (r.flags & record_flag::kCaptured) a.push_back(Arg::uinteger("captured", 1));
   // Made after the program's end (teardown: not in the snapshot's history).
@@ -306,7 +305,6 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     }
   }
   using formats::Arg;
-  if (joined) e.args.push_back(Arg::uinteger("External id", host_id));
   if (d.kind == DeviceKind::Kernel) e.args.push_back(Arg::integer("queued", 0));
   e.args.push_back(Arg::integer("device", d.device));
   e.args.push_back(Arg::integer("context", d.context));

@@ -35,10 +35,23 @@ def events(trace):
     return trace["traceEvents"]
 
 
+def host_list(ev):
+    """Every host call, each with "args" (a call with nothing to say has none)."""
+    calls = [e for e in ev if e.get("ph") == "X" and e.get("cat") in HOST_CATS]
+    for e in calls:
+        e.setdefault("args", {})
+    return calls
+
+
 def host_calls(ev):
-    """Host calls that carry an External id, by that id."""
-    return {e["args"]["External id"]: e for e in ev
-            if e.get("ph") == "X" and e.get("cat") in HOST_CATS and "External id" in e.get("args", {})}
+    """Host calls joined to device work, by their correlation id (a device
+    event's "correlation" finds the call that made it)."""
+    return {e["args"]["correlation"]: e for e in host_list(ev) if "correlation" in e.get("args", {})}
+
+
+def host_of(host, d):
+    """The call that made device event `d`, or None (not joined)."""
+    return host.get(d.get("args", {}).get("correlation"))
 
 
 def device(ev):
@@ -51,7 +64,8 @@ def joined(trace_path, min_kernels=1):
     """all device records joined to their host call, flows bound, none backwards"""
     ev = events(load(trace_path))
     dev = device(ev)
-    n_joined = sum("External id" in e.get("args", {}) for e in dev)
+    host = host_calls(ev)
+    n_joined = sum(host_of(host, e) is not None for e in dev)
     flows = collections.Counter(e["ph"] for e in ev if e.get("ph") in ("s", "f"))
     starts = {e["id"]: e["ts"] for e in ev if e.get("ph") == "s"}
     back = sum(1 for e in ev if e.get("ph") == "f" and e["ts"] < starts.get(e["id"], -1))
@@ -74,7 +88,7 @@ def threads_joined(trace_path, threads, iters):
         if d["cat"] == "kernel" and not d["name"].startswith("tagged"):
             continue
         c[d["cat"]] += 1
-        h = host.get(a.get("External id"))
+        h = host_of(host, d)
         if h is None:
             c[d["cat"] + " unjoined"] += 1
             continue
@@ -100,13 +114,14 @@ def graph_joined(trace_path, launches):
     """graph_join's graph work joined to its graph launches, the eager copy to its own calls"""
     ev = events(load(trace_path))
     host = host_calls(ev)
-    captured = [e for e in host.values() if e["args"].get("captured")]
-    end_capture = [e["ts"] for e in host.values() if e["name"] in ("cudaStreamEndCapture", "cuStreamEndCapture")]
+    calls = host_list(ev)
+    captured = [e for e in calls if e["args"].get("captured")]
+    end_capture = [e["ts"] for e in calls if e["name"] in ("cudaStreamEndCapture", "cuStreamEndCapture")]
     per_launch = collections.Counter()
     c = collections.Counter()
     for d in device(ev):
         a = d["args"]
-        h = host.get(a.get("External id"))
+        h = host_of(host, d)
         graph = "graph id" in a
         kind = "between" if d["name"].startswith("between") else ("graph node" if graph else "eager copy")
         c[kind] += 1
@@ -115,7 +130,7 @@ def graph_joined(trace_path, launches):
             continue
         if graph:
             right = h["name"] in ("cudaGraphLaunch", "cuGraphLaunch")
-            per_launch[h["args"]["External id"]] += 1
+            per_launch[h["args"]["correlation"]] += 1
         elif kind == "between":
             right = "Launch" in h["name"]
         else:
@@ -133,25 +148,26 @@ def capture_joined(trace_path):
     """captured calls marked, graph work joined to its launches, the rest to its own calls"""
     ev = events(load(trace_path))
     host = host_calls(ev)
+    calls = host_list(ev)
     windows = collections.defaultdict(list)  # per thread: from a capture's begin to its end
     open_at = {}
-    for e in sorted(host.values(), key=lambda e: e["ts"]):
+    for e in sorted(calls, key=lambda e: e["ts"]):
         if "BeginCapture" in e["name"]:
             open_at[e["tid"]] = e["ts"]
         elif "EndCapture" in e["name"] and e["tid"] in open_at:
             windows[e["tid"]].append((open_at.pop(e["tid"]), e["ts"]))
     work = ("Launch", "Memcpy", "Memset", "memcpy", "memset")
-    inside = [e for e in host.values() if any(a < e["ts"] < b for a, b in windows[e["tid"]])
+    inside = [e for e in calls if any(a < e["ts"] < b for a, b in windows[e["tid"]])
               and any(w in e["name"] for w in work) and "GraphLaunch" not in e["name"]
               and "HostFunc" not in e["name"] and e["args"].get("result", 0) == 0]
     unmarked = [e for e in inside if not e["args"].get("captured")]
-    captured = [e for e in host.values() if e["args"].get("captured")]
+    captured = [e for e in calls if e["args"].get("captured")]
     c = collections.Counter()
     for d in device(ev):
         graph = "graph id" in d["args"]
         kind = "graph work" if graph else "other work"
         c[kind] += 1
-        h = host.get(d["args"].get("External id"))
+        h = host_of(host, d)
         if h is None:
             c[kind + " unjoined"] += 1
         elif graph and "GraphLaunch" not in h["name"]:
@@ -168,7 +184,7 @@ def corr_order(trace_path):
     """CUPTI's correlation ids (no join) dense, and in the order of the calls that made the work"""
     ev = events(load(trace_path))
     dev = device(ev)
-    host = [e for e in ev if e.get("ph") == "X" and e.get("cat") in HOST_CATS]
+    host = host_list(ev)
     ids = sorted(e["args"].get("correlation", 0) for e in dev)
     lines = [f"device records {len(dev)}, with an id {sum(1 for i in ids if i)}, distinct ids {len(set(ids))}",
              f"gaps between consecutive ids: {dict(collections.Counter(b - a for a, b in zip(ids, ids[1:])))}"]
@@ -206,6 +222,7 @@ def _per_step(trace_path, steps_path):
     with open(steps_path) as f:
         windows = json.load(f)
     base = trace.get("baseTimeNanoseconds", 0)
+    host = host_calls(events(trace))
     steps = [dict(kernels=0, kernel_ns=0.0, names=set(), joined=0, device=0, calls=collections.Counter())
              for _ in windows]
     outside = 0
@@ -233,7 +250,7 @@ def _per_step(trace_path, steps_path):
             continue
         s = steps[i]
         s["device"] += 1
-        s["joined"] += "External id" in e.get("args", {})
+        s["joined"] += host_of(host, e) is not None
         if e["cat"] == "kernel":
             s["kernels"] += 1
             s["kernel_ns"] += e["dur"] * 1000
@@ -278,7 +295,7 @@ def window(trace_path, expected_steps):
     outside = 0
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     for k in kernels:
-        h = host.get(k["args"].get("External id"))
+        h = host_of(host, k)
         s = h and next((n for a, b, n in spans if a <= h["ts"] <= b), None)
         if s is None:
             outside += 1

@@ -62,7 +62,18 @@ Recorded run_recorded(const TempDir& dir, const std::string& program_name, const
 std::vector<nlohmann::json> host_calls(const nlohmann::json& trace) {
   std::vector<nlohmann::json> out;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "X" && (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver")) out.push_back(e);
+    if (e["ph"] != "X" || (e["cat"] != "cuda_runtime" && e["cat"] != "cuda_driver")) continue;
+    out.push_back(e);
+    // A call with nothing to say has no "args": an empty one, for the checks.
+    if (!out.back().contains("args")) out.back()["args"] = nlohmann::json::object();
+  }
+  return out;
+}
+
+std::map<uint64_t, nlohmann::json> host_calls_by_correlation(const nlohmann::json& trace) {
+  std::map<uint64_t, nlohmann::json> out;
+  for (const auto& e : host_calls(trace)) {
+    if (e["args"].contains("correlation")) out.emplace(e["args"]["correlation"].get<uint64_t>(), e);
   }
   return out;
 }

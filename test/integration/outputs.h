@@ -40,8 +40,12 @@ Recorded run_recorded(const TempDir& dir, const std::string& program_name,
                       const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& extra_env = {});
 
-// The host-call events ("X", cat cuda_runtime / cuda_driver) of a trace.
+// The host-call events ("X", cat cuda_runtime / cuda_driver) of a trace,
+// each with "args" (empty when the event has none).
 std::vector<nlohmann::json> host_calls(const nlohmann::json& trace);
+// Those joined to device work, by their "correlation" (the device events'
+// own: HTA joins the two sides on it). A call appears once.
+std::map<uint64_t, nlohmann::json> host_calls_by_correlation(const nlohmann::json& trace);
 
 // Stack id → its frames as text, one per line, from the trace's "stack N"
 // slices (an event's args.stack is the id).

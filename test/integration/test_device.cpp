@@ -58,8 +58,7 @@ bool is_device(const json& e) {
 
 // The checks every joined trace must pass; returns the device work seen.
 std::multiset<Expected> check_joined_trace(const json& trace) {
-  std::map<uint64_t, json> host_by_id;
-  for (const auto& e : nbtest::host_calls(trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+  const std::map<uint64_t, json> host_by_id = nbtest::host_calls_by_correlation(trace);
 
   std::multiset<Expected> seen;
   std::map<uint64_t, std::vector<json>> flows;
@@ -77,11 +76,9 @@ std::multiset<Expected> check_joined_trace(const json& trace) {
     CHECK(e["tid"] == e["args"]["stream"]);
     CHECK(e["pid"] == e["args"]["device"]);
     INFO("device event " << e.dump());
-    REQUIRE(e["args"].contains("External id"));
-    const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
-    REQUIRE(host != host_by_id.end());
     // Both sides carry the same correlation id (HTA joins on it).
-    CHECK(host->second["args"]["correlation"] == e["args"]["correlation"]);
+    const auto host = host_by_id.find(e["args"]["correlation"].get<uint64_t>());
+    REQUIRE(host != host_by_id.end());
     seen.insert({kind_of(e["cat"]), e["name"], host->second["name"]});
   }
   // Every flow is one "s" on the host call's thread at its start and one
@@ -161,14 +158,12 @@ TEST_CASE("device work: each piece once, joined to its host call by a bound arro
 // to the very call that launched them (launch i of thread t had grid
 // (i + 1, t + 1) on both sides).
 static std::pair<long, long> kernels_and_exact_joins(const nlohmann::json& trace) {
-  std::map<uint64_t, nlohmann::json> host_by_id;
-  for (const auto& e : nbtest::host_calls(trace)) host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
+  const auto host_by_id = nbtest::host_calls_by_correlation(trace);
   long kernels = 0, exact = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("cat", "") != "kernel") continue;
     ++kernels;
-    if (!e["args"].contains("External id")) continue;
-    const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+    const auto host = host_by_id.find(e["args"]["correlation"].get<uint64_t>());
     if (host != host_by_id.end()) exact += host->second["args"]["grid"] == e["args"]["grid"];
   }
   return {kernels, exact};
@@ -213,10 +208,9 @@ TEST_CASE("a thread held up inside a launch after its kernel ran still gets its 
 // with the graph launches; phases 1, 2, 4 and 5 look alike to the join.
 // `phases`: the eager phases the trace holds (a window may start late).
 static void check_capture_trace(const nlohmann::json& trace, const std::map<int, int>& phases) {
-  std::map<uint64_t, nlohmann::json> host_by_id;
+  const auto host_by_id = nbtest::host_calls_by_correlation(trace);
   int captured = 0;
   for (const auto& e : nbtest::host_calls(trace)) {
-    host_by_id[e["args"]["External id"].get<uint64_t>()] = e;
     if (e["args"].contains("captured")) {
       ++captured;
       // Only the calls made between begin and end capture.
@@ -228,8 +222,7 @@ static void check_capture_trace(const nlohmann::json& trace, const std::map<int,
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("cat", "") != "kernel") continue;
     INFO(e.dump());
-    REQUIRE(e["args"].contains("External id"));
-    const auto host = host_by_id.find(e["args"]["External id"].get<uint64_t>());
+    const auto host = host_by_id.find(e["args"]["correlation"].get<uint64_t>());
     REQUIRE(host != host_by_id.end());
     const auto& h = host->second;
     CHECK_FALSE(h["args"].contains("captured"));
@@ -319,7 +312,7 @@ TEST_CASE("device trace layout: GPU processes, stream threads, device properties
   // Kernel events carry Kineto's fields.
   for (const auto& e : r.trace["traceEvents"]) {
     if (e["ph"] == "X" && e["cat"] == "kernel") {
-      for (const char* k : {"device", "context", "stream", "correlation", "External id", "registers per thread",
+      for (const char* k : {"device", "context", "stream", "correlation", "registers per thread",
                             "shared memory", "grid", "block", "queued"}) {
         CHECK(e["args"].contains(k));
       }
@@ -353,11 +346,9 @@ TEST_CASE("join mode none: device work without arrows", "[integration][device]")
   const auto r = nbtest::run_recorded(dir, "device", {dir.file("manifest")}, {{"NB_CUPTI_JOIN", "none"}});
   REQUIRE(r.run.exit_code == 0);
   size_t device_events = 0, flows = 0;
+  CHECK(nbtest::host_calls_by_correlation(r.trace).empty());
   for (const auto& e : r.trace["traceEvents"]) {
-    if (is_device(e)) {
-      ++device_events;
-      CHECK_FALSE(e["args"].contains("External id"));
-    }
+    if (is_device(e)) ++device_events;
     if (e["ph"] == "s" || e["ph"] == "f") ++flows;
   }
   CHECK(device_events == 18);

@@ -238,7 +238,7 @@ TEST_CASE("a full disk while writing: one line for the file that did not fit, no
   // the snapshot and the table do.
   auto env = nbtest::shim_env(dir.file("out"));
   env["NB_PRINT_TABLE"] = "0";
-  const auto r = nbtest::run({"/bin/bash", "-c", "trap '' XFSZ; ulimit -f 8; exec " + nbtest::program("steps") + " 32"}, env,
+  const auto r = nbtest::run({"/bin/bash", "-c", "trap '' XFSZ; ulimit -f 8; exec " + nbtest::program("steps") + " 96"}, env,
                              dir.path());
   INFO(r.err);
   CHECK(r.exit_code == 0);

@@ -142,7 +142,7 @@ def make_run(directory, entries, events, with_nb_run):
         for i in range(events):
             ts = 1000 + i * 0.4
             f.write(sep + '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242, "tid": 4242, '
-                    f'"ts": {ts:.3f}, "dur": 0.310, "args": {{"correlation": {i}, "External id": {i}, '
+                    f'"ts": {ts:.3f}, "dur": 0.310, "args": {{"correlation": {i}, '
                     '"stack": "forward (modeling_gpt2.py:240)\\n_call_impl (module.py:1790)"}}')
             sep = ",\n  "
         if not with_nb_run:

@@ -88,18 +88,17 @@ std::map<uint64_t, std::vector<formats::Flow>> flows_by_id(const Collected& t) {
   return m;
 }
 
-// Host event External id → its "correlation" argument (-1: none).
+// Host event, by its call's start (ns after kEpoch) → its "correlation"
+// argument (-1: none).
 std::map<uint64_t, int64_t> host_correlations(const Collected& t) {
   std::map<uint64_t, int64_t> host_corr;
   for (const auto& e : t.events) {
     if (e.cat != formats::Category::CudaRuntime && e.cat != formats::Category::CudaDriver) continue;
-    uint64_t id = 0;
     int64_t corr = -1;
     for (const auto& a : e.args) {
-      if (std::string(a.key) == "External id") id = a.u;
       if (std::string(a.key) == "correlation") corr = a.i;
     }
-    host_corr[id] = corr;
+    host_corr[e.ts_ns - uint64_t(kEpoch)] = corr;
   }
   return host_corr;
 }
@@ -135,9 +134,9 @@ TEST_CASE("callback join: first or last correlation id of a host call finds its 
   // Host events carry the correlation id of their first device record
   // (HTA joins the two on it).
   const auto host_corr = host_correlations(rig.sink);
-  CHECK(host_corr.at(7) == 11);
-  CHECK(host_corr.at(8) == 12);
-  CHECK(host_corr.at(9) == 13);
+  CHECK(host_corr.at(1000) == 11);  // the calls of records 7, 8 and 9
+  CHECK(host_corr.at(3000) == 12);
+  CHECK(host_corr.at(5000) == 13);
 }
 
 TEST_CASE("order join: a call waits for its device record, then carries its correlation id", "[join]") {
@@ -145,12 +144,12 @@ TEST_CASE("order join: a call waits for its device record, then carries its corr
   Session& s = rig.s;
   s.consume(host(7, kApi_cuLaunchKernel, 1000, 2000, 0, 0));
   s.consume(host(8, kApi_cuMemAlloc_v2, 2100, 2200, 0, 0));  // makes no device work: out at once
-  CHECK(host_correlations(rig.sink).count(8) == 1);
-  CHECK(host_correlations(rig.sink).count(7) == 0);  // held for its device record
+  CHECK(host_correlations(rig.sink).count(2100) == 1);  // record 8
+  CHECK(host_correlations(rig.sink).count(1000) == 0);  // record 7: held for its device record
   const CorrelationLink link{7, 55, 42, 1000};
   s.consume(kernel(55, 7, 2500, 2600, 1), &link);
   s.consume(kernel(56, 7, 2700, 2800, 1));  // no link: not joined
-  CHECK(host_correlations(rig.sink).at(7) == 55);
+  CHECK(host_correlations(rig.sink).at(1000) == 55);
   const JoinStats js = rig.finish();
   CHECK(js.device_records == 2);
   CHECK(js.joined == 1);
@@ -166,10 +165,10 @@ TEST_CASE("order join: a call whose device record does not come goes out after t
   s.advance(TimeMap::offset_only(kEpoch), 5000000);
   s.consume(host(7, kApi_cuLaunchKernel, 1000, 2000, 0, 0));
   s.advance(TimeMap::offset_only(kEpoch), 5500000);
-  CHECK(host_correlations(rig.sink).count(7) == 0);  // still within the hold
+  CHECK(host_correlations(rig.sink).count(1000) == 0);  // still within the hold
   s.advance(TimeMap::offset_only(kEpoch), 6500000);
-  REQUIRE(host_correlations(rig.sink).count(7) == 1);
-  CHECK(host_correlations(rig.sink).at(7) == -1);
+  REQUIRE(host_correlations(rig.sink).count(1000) == 1);
+  CHECK(host_correlations(rig.sink).at(1000) == -1);
   const JoinStats js = rig.finish();
   CHECK(js.released_unjoined == 1);
   CHECK(js.work_without_device == 1);
