@@ -116,6 +116,7 @@ struct State {
     std::vector<std::unique_ptr<Pool>> pools;  // cuMemPoolCreate
     CUmemGenericAllocationHandle next_handle = 1;
     unsigned long long next_buffer_id = 1;
+    std::map<size_t, std::vector<void*>> device_blocks;  // freed device memory, by size
 };
 
 // Built on first use (not at load time) so that a test can set the
@@ -205,13 +206,48 @@ CUresult record(CUdeviceptr ptr, size_t size, size_t charged, int device, AllocK
     return CUDA_SUCCESS;
 }
 
+// Device memory is not in the host heap, as a real driver's is not: whole
+// pages from mmap, kept by size once freed and handed out again. (From
+// malloc, how much of the freed memory stays resident would depend on what
+// else the process allocates, and a profiler that measures the process's
+// memory, nb's benchmarks, would count it.) Small blocks come from the
+// heap still: a page each would run out of mappings. Caller holds lock().
+constexpr size_t kKeptBlocks = 64;              // freed blocks kept per size
+constexpr size_t kPagedBlock = size_t(64) << 10;  // from here on, pages
+
+void* device_block(size_t charged) {
+    if (charged < kPagedBlock) return std::aligned_alloc(kAllocAlign, charged);
+    auto& kept = state().device_blocks[charged];
+    if (!kept.empty()) {
+        void* p = kept.back();
+        kept.pop_back();
+        return p;
+    }
+    void* p = mmap(nullptr, charged, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+void free_device_block(void* p, size_t charged) {
+    if (charged < kPagedBlock) {
+        std::free(p);
+        return;
+    }
+    auto& kept = state().device_blocks[charged];
+    if (kept.size() < kKeptBlocks) {
+        kept.push_back(p);
+        return;
+    }
+    munmap(p, charged);
+}
+
 // Releases the host memory behind an allocation record; caller holds lock().
 void release(CUdeviceptr ptr, const Alloc& a) {
     void* p = reinterpret_cast<void*>(ptr);
     switch (a.kind) {
         case AllocKind::Legacy32: munmap(p, round_up(std::max<size_t>(a.size, 1), kHostAlign)); break;
         case AllocKind::Mapped: break;  // owned by the reservation
-        default: std::free(p); break;
+        case AllocKind::HostPinned: std::free(p); break;
+        default: free_device_block(p, a.charged); break;
     }
     if (a.charged != 0) uncharge(a.device, a.charged);
     if (a.pool != nullptr) pool_add(a.pool, -static_cast<long long>(a.charged));
@@ -331,7 +367,7 @@ CUresult alloc_device(CUdeviceptr* dptr, size_t bytes, int device, CUmemoryPool 
     Pool* pool = nullptr;
     if (pool_handle != nullptr && (pool = as_pool(pool_handle)) == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult rc = charge(device, charged)) return rc;
-    void* p = std::aligned_alloc(kAllocAlign, charged);
+    void* p = device_block(charged);
     if (p == nullptr) {
         uncharge(device, charged);
         return CUDA_ERROR_OUT_OF_MEMORY;
