@@ -37,7 +37,7 @@
     "order of the calls; no CUPTI work per call), callback (a CUPTI callback on each "     \
     "launch/copy/set call: also exact, costs about 1 us a call), none (no arrows)")        \
   NB_OPTION(cupti_buffers_mb, NB_CUPTI_BUFFERS_MB, UInt, "128", 8, 4096, ,                 \
-    "Most memory for CUPTI activity buffers (4 MiB each); beyond it records are dropped "  \
+    "Most memory for CUPTI activity buffers (1 MiB each); beyond it records are dropped "  \
     "and counted")                                                                          \
   NB_OPTION(cupti_flush_ms, NB_CUPTI_FLUSH_MS, UInt, "250", 0, 600000, ,                  \
     "How often partly filled CUPTI buffers are collected while recording, in ms (0 = only " \
@@ -55,7 +55,7 @@
     "1 = add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF at start-up, so each "     \
     "PyTorch tensor allocation and free is a CUDA call nb sees (changes the allocator)")    \
   NB_OPTION(mem_max_entries, NB_MEM_MAX_ENTRIES, UInt, "1000000", 1, 100000000, ,          \
-    "Memory history ring: newest entries kept in the snapshot's device_traces (64 bytes each)") \
+    "Memory history ring: newest entries kept in the snapshot's device_traces (about 20 bytes each)") \
   NB_OPTION(ring_records, NB_RING_RECORDS, UInt, "16384", 64, 16777216, ,                  \
     "Records per thread ring (rounded up to a power of two; 128 bytes each)")               \
   NB_OPTION(trace_max_events, NB_TRACE_MAX_EVENTS, UInt, "0", 0, 1000000000000, ,          \
@@ -63,7 +63,7 @@
     "calls past the limit still count in the table)")                                       \
   NB_OPTION(compress, NB_COMPRESS, UInt, "9", 0, 9, ,                                        \
     "The trace's gzip level, 1 (fastest) to 9, while events come slower than 8 MB of text "  \
-    "a second (level 1 above); 0 = plain JSON, PREFIX.trace.json instead of "               \
+    "a second (level 3 above); 0 = plain JSON, PREFIX.trace.json instead of "               \
     "PREFIX.trace.json.gz")                                                                 \
   NB_OPTION(keep, NB_KEEP, Duration, "0", 0, 0, ,                                            \
     "Flight recorder: keep only the last DURATION (e.g. 30s, 5m) of trace and memory "      \
