@@ -417,7 +417,12 @@ uint64_t Collector::memory_horizon() const {
     lag_ticks = static_cast<uint64_t>(rate * kLagNs);
   }
   const uint64_t lagged = drain_ticks_ > lag_ticks ? drain_ticks_ - lag_ticks : 0;
-  return std::min(lagged, memory_in_call_);
+  // A call in flight holds the others back for a second at most (a
+  // cudaFree that waits for a busy device must not make every other
+  // thread's records pile up here); its record, if later, is placed late.
+  const uint64_t longest = 100 * lag_ticks;
+  const uint64_t floor = drain_ticks_ > longest ? drain_ticks_ - longest : 0;
+  return std::max(floor, std::min(lagged, memory_in_call_));
 }
 
 void Collector::take_device_records(OrderJoin::Pass pass, size_t max) {
