@@ -468,6 +468,7 @@ bool filter_slice(const TraceBody::Slice& s, int level, double from_ts, const st
           break;
         }
         pending.append(text_buf.data(), got);
+        take(false);  // a megabyte of text at a time: 1 MB read can inflate to 20
       } while (in.avail_out == 0 || in.avail_in != 0);
     }
     take(false);
