@@ -110,8 +110,6 @@ class Collector final : public Recorder {
   uint64_t memory_limit() const;
   // Recorded calls that made device work still without their device record
   // (the whole run's, or any window's).
-  bool device_behind_ = false;  // device records left for the next pass
-  std::vector<DeviceRecord> device_piece_;  // what a pass took from the tracer
   bool device_records_pending() const;
   // NB_STEP as the user reads it in messages ("sync" when not given).
   std::string step_text() const { return options_.step.spec.empty() ? "sync" : options_.step.spec; }
@@ -178,6 +176,8 @@ class Collector final : public Recorder {
   TimeMap pass_map_;
   uint64_t drained_ns_ = 0;
   uint64_t in_call_ns_ = UINT64_MAX;  // earliest start of a device-work call in flight at that drain
+  bool device_behind_ = false;              // device records left for the next pass
+  std::vector<DeviceRecord> device_piece_;  // what a pass took from the tracer
   uint64_t drain_ticks_ = 0;             // when the last drain began
   uint64_t memory_in_call_ = UINT64_MAX; // earliest start (ticks) of a memory call in flight then
   OrderJoin order_join_;

@@ -74,7 +74,7 @@ void EventPacker::send_names(std::string& out) {
 }
 
 void EventPacker::put_key(std::string& out, std::string_view key) {
-  // Finds or sends the key: the id goes after the text already in `out`.
+  // The key's id, or the key itself the first time (see kNewKey).
   if (key.size() > kMaxKeyBytes) {
     out += static_cast<char>(kInlineKey);
     out += static_cast<char>(0);  // cut to nothing rather than mislead; never for nb's keys

@@ -57,8 +57,8 @@ class MemoryFeed {
  private:
   MemoryTracker memory_;
   // A min-heap on (effect time, arrival): a pass costs O(log n) per record,
-  // not a sort of everything still waiting (100 ms of a burst of frees can
-  // be 100,000 records).
+  // not a sort of everything still waiting (a burst of frees behind a
+  // memory call still in flight can be 100,000 records).
   // The heap holds small keys; the records stay put in `pending_slots_`
   // (slots are reused through a free list), so nothing 128 bytes long is
   // moved while the heap is kept.

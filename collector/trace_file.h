@@ -2,10 +2,10 @@
 //
 // The collector appends events to the file's buffer (as text, or packed for
 // the writer to make text of); each full buffer is handed to one background
-// thread of nb's (TraceWriter), which compresses it into the file's body. The body lives
-// in files already unlinked, beside the output: a process killed at any
-// moment leaves nothing behind, and the page cache, not the process, holds
-// what waits on disk. At the end the head (known only then: the table, the
+// thread of nb's (TraceWriter), which compresses it into the file's body.
+// The body lives in files already unlinked, beside the output: a process
+// killed at any moment leaves nothing behind, and the page cache, not the
+// process, holds what waits on disk. At the end the head (known only then: the table, the
 // run's summary), the body and the tail are put together under the file's
 // name through write_output_file (a temporary file, then link/rename).
 //
@@ -42,8 +42,8 @@ struct TraceBody;
 
 class TraceWriter {
  public:
-  // `memory_bytes`: text buffers waiting in memory before the backlog file
-  // takes over.
+  // `memory_bytes`: buffers handed over and waiting in memory before the
+  // backlog file takes over.
   explicit TraceWriter(size_t memory_bytes = size_t(4) << 20) : memory_limit_(memory_bytes) {}
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
