@@ -51,6 +51,12 @@ struct OutputContext {
   // out; the snapshot's segments are the state at the window's end.
   uint64_t window_from = 0;
   uint64_t window_to = UINT64_MAX;
+  // A flight recorder's trace (NB_KEEP): its file's older slices still hold
+  // events before window_from, left out as it is finished. A window's file
+  // holds only its own events and is not trimmed: a trim point mapped from
+  // ticks at close time can land a little after its first step's start as
+  // the timeline mapped it while recording.
+  bool trim_trace = false;
   // A flight recorder's dump (NB_KEEP, SIGUSR2): a copy of what is kept
   // now, while the recording goes on (its trace file stays open).
   bool dump = false;

@@ -361,6 +361,7 @@ void Collector::keep_context(OutputContext& ctx, uint64_t now_ns) const {
   } else {
     const uint64_t from_ns = now_ns - keep_ns_;
     ctx.window_from = ctx.time.ticks_at_mono(from_ns);
+    ctx.trim_trace = true;
     const uint64_t since = session_->kept_since_ns() ? session_->kept_since_ns() : start_anchor_.mono_ns;
     line += "the trace's events and the memory history are the last " + secs(keep_ns_) + " of the run's " +
             secs(run_ns) + " (from " + secs(from_ns - start_anchor_.mono_ns) + " after it began); this table counts the " +

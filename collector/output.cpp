@@ -50,7 +50,7 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
     TraceFinish how;
     how.overwrite = ctx.overwrite;
     how.keep_body = ctx.dump;
-    if (ctx.window_from != 0) how.from_ts = trace.ts(static_cast<uint64_t>(ctx.time.epoch_ns(ctx.window_from)));
+    if (ctx.trim_trace) how.from_ts = trace.ts(static_cast<uint64_t>(ctx.time.epoch_ns(ctx.window_from)));
     std::string problem;
     if (trace.file().finish(formats::chrome_trace_head(frame), formats::chrome_trace_tail(frame), how, problem,
                             progress)) {

@@ -263,10 +263,13 @@ void Collector::service_windows() {
   if (time_step_ns_ != 0 && armed_) {
     const uint64_t now = monotonic_ns();
     if (next_time_step_ns_ == 0) next_time_step_ns_ = now + time_step_ns_;
-    while (now >= next_time_step_ns_) {
+    if (now >= next_time_step_ns_) {
       const uint32_t ended = control_.step.fetch_add(1, std::memory_order_relaxed);
       note_step_end(ended, now_ticks(), static_cast<uint32_t>(context_.pid));
       next_time_step_ns_ += time_step_ns_;
+      // A pass that comes a whole step late (a loaded machine) ends one
+      // step, not a burst of empty ones: each step lasts at least its length.
+      if (now >= next_time_step_ns_) next_time_step_ns_ = now + time_step_ns_;
     }
   }
   const auto now = std::chrono::steady_clock::now();

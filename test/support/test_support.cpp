@@ -167,8 +167,11 @@ bool matches_golden(const std::string& name, const std::string& actual, std::str
 }
 
 nlohmann::json nbread(const std::string& kind, const std::string& path) {
+  // The checker, not the program under test: on a loaded 2-core machine
+  // (the sanitizer builds) a large trace can take it past a minute.
+  constexpr int kCheckerTimeout = 300;
   const RunResult r = run({NB_PYTHON3, source_dir() + "/test/tools/nbread.py", kind, path},
-                          {{"-LD_PRELOAD", ""}});
+                          {{"-LD_PRELOAD", ""}}, "", kCheckerTimeout);
   if (r.exit_code != 0) throw std::runtime_error("nbread " + kind + " " + path + ": " + r.err);
   return nlohmann::json::parse(r.out);
 }
