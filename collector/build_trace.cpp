@@ -55,7 +55,13 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
   formats::TraceData t;
   t.base_time_ns = base_ns;
   t.devices = ctx.devices;
-  t.processes.push_back({ctx.pid, ctx.program, ctx.pid});
+  t.distributed = ctx.distributed;
+  // The host (and rank) in the process's name: traces of many processes
+  // side by side (nbprof merge) say whose each is.
+  std::string name = ctx.program + " (";
+  if (ctx.distributed.present) name += "rank " + std::to_string(ctx.distributed.rank) + ", ";
+  name += (ctx.host.empty() ? std::string("pid ") + std::to_string(ctx.pid) : ctx.host) + ")";
+  t.processes.push_back({ctx.pid, name, ctx.pid});
   for (const auto& [tid, name] : s.threads()) {
     t.threads.push_back({ctx.pid, static_cast<int64_t>(tid), thread_name(ctx.pid, tid, name),
                          static_cast<int64_t>(tid)});

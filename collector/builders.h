@@ -21,6 +21,8 @@ struct OutputContext {
   std::string prefix;          // expanded; files are <prefix>.trace.json etc.
   int64_t pid = 0;
   std::string program;
+  std::string host;                          // short host name, in the process's name
+  formats::DistributedInfo distributed;      // the launcher's rank, when there is one
   TimeMap time;                // record ticks → epoch ns
   bool overwrite = false;
   size_t table_rows = 12;      // rows printed to stderr (the file has all)

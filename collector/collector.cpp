@@ -71,6 +71,14 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
   context_.prefix = settings_.prefix;
   context_.pid = settings_.pid;
   context_.program = settings_.program;
+  context_.host = settings_.host;
+  if (settings_.rank.known()) {
+    formats::DistributedInfo& d = context_.distributed;
+    d.present = true;
+    d.rank = settings_.rank.rank;
+    d.world_size = settings_.rank.world_size;
+    d.local_rank = settings_.rank.local_rank;
+  }
   context_.overwrite = options_.overwrite;
   context_.table_rows = options_.table_rows;
   context_.table_sort = sort_key(options_.table_sort);
@@ -594,6 +602,11 @@ OutputContext Collector::current_context() {
     }
   }
   ctx.devices = query_devices(host_);
+  if (ctx.distributed.present) {
+    // Loaded by now if the program uses it (torch.distributed loads it lazily).
+    ctx.distributed.nccl_version = host_.nccl_version();
+    if (!ctx.distributed.nccl_version.empty()) ctx.distributed.backend = "nccl";
+  }
 
   // The second anchor for the tick → time map: at least 20 ms after the
   // first so that the TSC's rate is known to a few parts per million.

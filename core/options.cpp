@@ -50,6 +50,7 @@ const std::vector<OptionInfo>& option_table() {
 #define NB_CHOICES_OF_Step(Enum) ""
 #define NB_CHOICES_OF_Bool(Enum) ""
 #define NB_CHOICES_OF_UInt(Enum) ""
+#define NB_CHOICES_OF_OptUInt(Enum) ""
 #define NB_CHOICES_OF_Duration(Enum) ""
 #define NB_CHOICES_OF_LogLevel(Enum) ""
   static const std::vector<OptionInfo>* table = new std::vector<OptionInfo>{
@@ -173,6 +174,14 @@ bool parse_typed(const std::string& s, const OptionInfo&, bool& out) { return pa
 bool parse_typed(const std::string& s, const OptionInfo& info, uint64_t& out) {
   return parse_uint(s, info.min, info.max, out);
 }
+bool parse_typed(const std::string& s, const OptionInfo& info, OptionalUInt& out) {
+  if (s.empty()) {
+    out = OptionalUInt{};
+    return true;
+  }
+  out.set = parse_uint(s, info.min, info.max, out.value);
+  return out.set;
+}
 bool parse_typed(const std::string& s, const OptionInfo&, LogLevel& out) {
   return parse_log_level(s, out);
 }
@@ -197,6 +206,9 @@ std::string accepted(const OptionInfo& info) {
   if (t == "Path") return "a path";
   if (t == "Duration") return "0 or a duration such as 500ms, 30s, 5m, 1h";
   if (t == "Step") return "kernel:REGEX, nvtx:NAME, sync, launches:N, time:DURATION or profiler-api";
+  if (t == "OptUInt") {
+    return "empty or an integer from " + std::to_string(info.min) + " to " + std::to_string(info.max);
+  }
   if (t == "UInt") {
     return "an integer from " + std::to_string(info.min) + " to " + std::to_string(info.max) +
            " (suffix k/m/g = x1000)";
@@ -235,6 +247,7 @@ template <typename Enum, typename = std::enable_if_t<std::is_enum_v<Enum>>>
 std::string value_text(Enum v) { return choice_name(v); }
 std::string value_text(bool v) { return v ? "1" : "0"; }
 std::string value_text(uint64_t v) { return std::to_string(v); }
+std::string value_text(OptionalUInt v) { return v.set ? std::to_string(v.value) : std::string(); }
 std::string value_text(LogLevel v) { return log_level_name(v); }
 std::string value_text(Duration v) { return describe_duration(v); }
 
@@ -265,15 +278,25 @@ std::vector<std::string> describe_options(const Options& o) {
   return out;
 }
 
-std::string expand_prefix(const std::string& pattern, long pid, const std::string& program) {
+std::string expand_prefix(const std::string& pattern, const PrefixFields& f) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%' || i + 1 == pattern.size()) { out += pattern[i]; continue; }
     const char c = pattern[++i];
-    if (c == 'p') out += std::to_string(pid);
-    else if (c == 'n') out += program;
+    if (c == 'p') out += std::to_string(f.pid);
+    else if (c == 'n') out += f.program;
+    else if (c == 'r') out += f.rank;
+    else if (c == 'l') out += f.local_rank;
+    else if (c == 'h') out += f.host;
     else if (c == '%') out += '%';
-    else { out += '%'; out += c; }
+    else if (c == 'q' && i + 1 < pattern.size() && pattern[i + 1] == '{' &&
+             pattern.find('}', i + 2) != std::string::npos) {
+      const size_t close = pattern.find('}', i + 2);
+      const std::string name = pattern.substr(i + 2, close - i - 2);
+      const char* v = f.env && !name.empty() ? f.env(name.c_str()) : nullptr;
+      if (v != nullptr) out += v;
+      i = close;
+    } else { out += '%'; out += c; }
   }
   return out;
 }

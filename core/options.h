@@ -23,6 +23,12 @@ NB_CHOICE_ENUMS(NB_DECLARE_CHOICE)
 #undef NB_DECLARE_CHOICE
 #undef NB_ENUMERATOR
 
+// An integer that may be left unset (NB_RANK): empty = unset.
+struct OptionalUInt {
+  bool set = false;
+  uint64_t value = 0;
+};
+
 // A length of time (NB_KEEP): "0" or a number with ns, us, ms, s, m or h.
 struct Duration {
   uint64_t ns = 0;
@@ -36,6 +42,7 @@ struct Options {
 #define NB_FIELD_Choice(Enum) Enum
 #define NB_FIELD_Bool(Enum) bool
 #define NB_FIELD_UInt(Enum) uint64_t
+#define NB_FIELD_OptUInt(Enum) OptionalUInt
 #define NB_FIELD_LogLevel(Enum) LogLevel
 #define NB_DECLARE(field, NAME, Type, def, lo, hi, Enum, help) NB_FIELD_##Type(Enum) field{};
   NB_OPTIONS(NB_DECLARE)
@@ -78,7 +85,17 @@ const char* log_level_name(LogLevel l);
 // "30s", "500ms", "0": a duration as options take it.
 std::string describe_duration(Duration d);
 
-// Expands %p, %n and %% in an output prefix.
-std::string expand_prefix(const std::string& pattern, long pid, const std::string& program);
+// What NB_OUT's %-sequences stand for.
+struct PrefixFields {
+  long pid = 0;                  // %p
+  std::string program;           // %n
+  std::string rank = "0";        // %r (0 when no launcher gave a rank)
+  std::string local_rank = "0";  // %l
+  std::string host;              // %h
+  EnvLookup env;                 // %q{VAR}: VAR's value, empty when unset
+};
+// Expands %p, %n, %r, %l, %h, %q{VAR} and %% in an output prefix; any other
+// '%' stays as it is.
+std::string expand_prefix(const std::string& pattern, const PrefixFields& f);
 
 }  // namespace nb

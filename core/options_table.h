@@ -5,7 +5,8 @@
 // nowhere else.
 //
 // NB_OPTION(field, NAME, Type, default, min, max, Enum, help)
-//   Type: String (non-empty) | Path (may be empty) | Bool | UInt | LogLevel |
+//   Type: String (non-empty) | Path (may be empty) | Bool | UInt |
+//         OptUInt (an integer or empty) | Duration | LogLevel |
 //         Step (an NB_STEP marker, core/step_marker.h) | Choice
 //   min/max apply to UInt. A Choice names its Enum, whose values are listed
 //   by NB_CHOICES_<Enum>(X) as X(Enumerator, "text"): options.h makes the
@@ -20,9 +21,16 @@
 
 #define NB_OPTIONS(NB_OPTION)                                                               \
   NB_OPTION(out, NB_OUT, String, "nb-%n-%p", 0, 0, ,                                      \
-    "Output prefix; %p = pid, %n = program name, %% = %. Relative to the starting directory; " \
-    "ending in / = a directory, with nb-%n-%p inside. "                                     \
-    "Files: <prefix>.trace.json, <prefix>.memory.pickle, <prefix>.table.txt")                \
+    "Output prefix; %p = pid, %n = program name (a Python script's or module's name), "    \
+    "%r = rank, %l = local rank (0 without a launcher), %h = short host name, %q{VAR} = "  \
+    "environment variable VAR, %% = %. Unset: nb-%n-%p, or nb-%n-r%r-%p when a launcher " \
+    "gives a rank. Relative to the starting directory; ending in / = a directory, with "  \
+    "the default name inside. Files: <prefix>.trace.json.gz, <prefix>.memory.pickle, "    \
+    "<prefix>.table.txt")                                                                   \
+  NB_OPTION(rank, NB_RANK, OptUInt, "", 0, 1000000000, ,                                 \
+    "This process's rank (%r, the trace's distributedInfo); empty = the launcher's "      \
+    "(torchrun RANK, Open MPI OMPI_COMM_WORLD_RANK, PMI_RANK, Slurm SLURM_PROCID, in "    \
+    "that order)")                                                                          \
   NB_OPTION(log, NB_LOG, LogLevel, "warn", 0, 0, ,                                         \
     "Shim log level on stderr: trace, debug, info, warn, error, off")                       \
   NB_OPTION(enable, NB_ENABLE, Bool, "1", 0, 0, ,                                          \

@@ -42,6 +42,9 @@ class Host {
   // left its loop: write the outputs (Recorder::finish) and end the process
   // as the signal would have.
   virtual void exit_signal(int sig) = 0;
+  // The version of the NCCL loaded in the process ("2.21.5"), or "" when
+  // none is: a trace's distributedInfo names its backend.
+  virtual std::string nccl_version() = 0;
 
  protected:
   ~Host() = default;

@@ -281,7 +281,34 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 std::string chrome_trace_head(const TraceData& t) {
-  std::string out = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
+  std::string out = "{\n  \"schemaVersion\": 1,\n";
+  if (t.distributed.present) {
+    // First in the file, "rank": N with its space: HTA finds the rank with
+    // a regular expression on the first line that has one.
+    const DistributedInfo& d = t.distributed;
+    out += "  \"distributedInfo\": {";
+    if (!d.backend.empty()) {
+      out += "\"backend\": ";
+      append_string(out, d.backend);
+      out += ", ";
+    }
+    out += "\"rank\": ";
+    append_int(out, d.rank);
+    if (d.world_size >= 0) {
+      out += ", \"world_size\": ";
+      append_int(out, d.world_size);
+    }
+    if (d.local_rank >= 0) {
+      out += ", \"local_rank\": ";
+      append_int(out, d.local_rank);
+    }
+    if (!d.nccl_version.empty()) {
+      out += ", \"nccl_version\": ";
+      append_string(out, d.nccl_version);
+    }
+    out += "},\n";
+  }
+  out += "  \"deviceProperties\": [";
   for (size_t i = 0; i < t.devices.size(); ++i) {
     out += i ? ",\n    " : "\n    ";
     append_device(out, t.devices[i]);

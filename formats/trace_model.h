@@ -139,10 +139,22 @@ struct RunSummary {
   uint64_t teardown_frees = 0, teardown_bytes = 0;
 };
 
+// Which rank of a job the trace is, as Kineto writes it ("distributedInfo"):
+// HTA takes each trace's rank from the first `"rank": N` in the file.
+struct DistributedInfo {
+  bool present = false;
+  int64_t rank = 0;
+  int64_t world_size = -1;    // -1: unknown, left out
+  int64_t local_rank = -1;
+  std::string backend;        // "nccl" when NCCL is loaded in the process; "" = left out
+  std::string nccl_version;   // "2.21.5"
+};
+
 struct TraceData {
   std::vector<std::string> names;  // event names, indexed by Event::name
   uint64_t base_time_ns = 0;       // ts are printed relative to this
   std::vector<DeviceProperties> devices;
+  DistributedInfo distributed;
   std::vector<std::pair<std::string, int64_t>> top_level_ints;  // e.g. cuda_driver_version
   std::vector<ProcessInfo> processes;
   std::vector<ThreadInfo> threads;

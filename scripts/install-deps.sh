@@ -12,6 +12,7 @@ packages=(
   python3-matplotlib                            # nbprof report's picture (the report itself needs python3 only)
   catch2                                        # tests (Catch2 v2 on Debian 12; python3's stdlib reads outputs)
   binutils                                      # nm / readelf for the symbol hygiene test
+  python3-pandas python3-plotly python3-networkx python3-pydot python3-psutil  # HTA's, for the test that runs it on nb's rank traces (NB_HTA_SRC)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 # nb-options' type names, as the README's table writes them.
-TYPES = {"String": "text", "Path": "path", "Bool": "bool", "UInt": "integer",
+TYPES = {"String": "text", "Path": "path", "Bool": "bool", "UInt": "integer", "OptUInt": "integer",
          "LogLevel": "level", "Choice": "choice", "Step": "marker"}
 
 

@@ -83,6 +83,7 @@ class ShimHost final : public Host {
     g_control.arm_request.store(false, std::memory_order_relaxed);
     dormant_state();
   }
+  std::string nccl_version() override { return loaded_nccl_version(); }
   void exit_signal(int sig) override {
     if (exit_signal_write_only()) {
       // The program's kill to its group follows.

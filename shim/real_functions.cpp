@@ -86,6 +86,36 @@ void* runtime_handle() {
 }
 }  // namespace
 
+namespace {
+int find_nccl(dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  const char* base = name ? std::strrchr(name, '/') : nullptr;
+  base = base ? base + 1 : name;
+  if (base != nullptr && std::strncmp(base, "libnccl.so", 10) == 0) {
+    *static_cast<std::string*>(out) = name;
+    return 1;
+  }
+  return 0;
+}
+}  // namespace
+
+std::string loaded_nccl_version() {
+  std::string path;
+  dl_iterate_phdr(find_nccl, &path);
+  if (path.empty()) return "";
+  void* h = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+  if (h == nullptr) return "";
+  auto get = reinterpret_cast<int (*)(int*)>(real_dlsym(h, "ncclGetVersion"));
+  int code = 0;
+  const bool ok = get != nullptr && get(&code) == 0 && code > 0;
+  dlclose(h);
+  if (!ok) return "";
+  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before.
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
 void* real_dlsym(void* handle, const char* name) {
   auto fn = reinterpret_cast<void* (*)(void*, const char*)>(nb_resolve_real_dlsym());
   return fn ? fn(handle, name) : nullptr;

@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "core/api.h"
 
@@ -32,6 +33,10 @@ inline void* real_fn(uint16_t id) {
 void store_real(uint16_t id, void* p);
 
 void* real_dlsym(void* handle, const char* name);
+
+// ncclGetVersion of the libnccl loaded in the process as "2.21.5", or ""
+// when none is loaded (nb never loads it).
+std::string loaded_nccl_version();
 
 // Learns where libcuda is from any real driver function we are handed; used
 // to find the driver functions the shim calls itself (cuCtxGetDevice, ...).

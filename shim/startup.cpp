@@ -122,9 +122,13 @@ bool enough_address_space(std::string& why) {
 void read_settings_once() {
   std::call_once(g_settings_once, [] {
     char cwd[PATH_MAX];
-    const std::string dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
-    g_settings = new Settings(read_settings([](const char* n) { return static_cast<const char*>(std::getenv(n)); },
-                                            getpid(), program_invocation_short_name, dir));
+    ProcessFacts p;
+    p.pid = getpid();
+    p.short_name = program_invocation_short_name;
+    p.argv = read_own_cmdline();
+    p.host = short_host_name();
+    p.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
+    g_settings = new Settings(read_settings([](const char* n) { return static_cast<const char*>(std::getenv(n)); }, p));
   });
 }
 

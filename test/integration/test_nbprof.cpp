@@ -286,7 +286,7 @@ TEST_CASE("meson install: nbprof alone in bin, helpers in libexec/nb, the shim i
   const std::string bin = at(NB_BINDIR), libexec = at(NB_LIBEXECDIR) + "/nb", lib = at(NB_LIBDIR) + "/nb",
                     doc = at(NB_DATADIR) + "/doc/nb";
   CHECK(sorted_dir(bin) == std::vector<std::string>{"nbprof"});
-  CHECK(sorted_dir(libexec) == std::vector<std::string>{"nb-demo", "nb-options", "nb-report", "nb-stats"});
+  CHECK(sorted_dir(libexec) == std::vector<std::string>{"nb-demo", "nb-merge", "nb-options", "nb-report", "nb-stats"});
   CHECK(sorted_dir(lib) == std::vector<std::string>{"libnb_shim.so", "nb-libs"});
   CHECK(nbtest::file_exists(doc + "/README.md"));
   CHECK(nbtest::file_exists(doc + "/LICENSE"));

@@ -14,6 +14,8 @@
 //                  content (nb claims each name with an empty file first)
 //     end=HOW      then end with _exit(5), abort() or SIGKILL (HOW: _exit, abort,
 //                  kill) instead of returning from main
+//     comm         each step also launches an NCCL-named all-reduce kernel on
+//                  a stream of its own, after the layers (a rank of a job)
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   int prof_a = -1, prof_b = -1;
   long sleep_us = 0;
   std::string wait_for, end;
+  bool comm = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("raise=", 0) == 0) {
@@ -49,17 +52,23 @@ int main(int argc, char** argv) {
       wait_for = a.substr(9);
     } else if (a.rfind("end=", 0) == 0) {
       end = a.substr(4);
+    } else if (a == "comm") {
+      comm = true;
     } else if (a.rfind("sleep_us=", 0) == 0) {
       sleep_us = std::atol(a.c_str() + 9);
     }
   }
   CHECK_CU(fake_cuda::use_primary_context());
   CUmodule mod;
-  const std::string image = fake_cuda::module_image({"layer_kernel", "lm_head"});
+  const std::string image =
+      fake_cuda::module_image({"layer_kernel", "lm_head", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"});
   CHECK_CU(cuModuleLoadData(&mod, image.c_str()));
-  CUfunction layer, head;
+  CUfunction layer, head, allreduce;
   CHECK_CU(cuModuleGetFunction(&layer, mod, "layer_kernel"));
   CHECK_CU(cuModuleGetFunction(&head, mod, "lm_head"));
+  CHECK_CU(cuModuleGetFunction(&allreduce, mod, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  CUstream comm_stream = nullptr;
+  if (comm) CHECK_CU(cuStreamCreate(&comm_stream, CU_STREAM_NON_BLOCKING));
   CUdeviceptr logits;
   CHECK_CU(cuMemAlloc_v2(&logits, 4096));
   std::vector<char> host(4096);
@@ -72,6 +81,7 @@ int main(int argc, char** argv) {
       if (l == 2 && raise_mid.count(i)) kill(getpid(), SIGUSR2);
       CHECK_CU(cuLaunchKernel(layer, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
     }
+    if (comm) CHECK_CU(cuLaunchKernel(allreduce, g, 1, 1, 32, 1, 1, 0, comm_stream, nullptr, nullptr));
     CHECK_CU(cuLaunchKernel(head, g, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
     CHECK_CU(cuMemcpyDtoH_v2(host.data(), logits, host.size()));
     if (i == prof_b) CHECK_CU(cudaProfilerStop());

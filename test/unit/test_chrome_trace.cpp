@@ -20,7 +20,8 @@ TraceData sample_trace() {
   d.warp_size = 32;
   t.devices.push_back(d);
   t.top_level_ints = {{"cuda_driver_version", 13000}};
-  t.processes.push_back({4242, "demo", 4242});
+  t.distributed = {true, 3, 8, 1, "nccl", "2.21.5"};
+  t.processes.push_back({4242, "demo (rank 3, node7)", 4242});
   t.threads.push_back({4242, 4242, "main \"thread\"", 4242});
   Event e1;
   e1.name = 0;

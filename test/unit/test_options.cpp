@@ -87,9 +87,100 @@ TEST_CASE("parse_uint edge cases", "[options]") {
 }
 
 TEST_CASE("output prefix expansion", "[options]") {
-  REQUIRE(expand_prefix("nb-%n-%p", 42, "python3") == "nb-python3-42");
-  REQUIRE(expand_prefix("100%%-%x-%", 1, "p") == "100%-%x-%");
-  REQUIRE(expand_prefix("out/%p/%p", 7, "p") == "out/7/7");
+  PrefixFields f;
+  f.pid = 42;
+  f.program = "python3";
+  REQUIRE(expand_prefix("nb-%n-%p", f) == "nb-python3-42");
+  REQUIRE(expand_prefix("100%%-%x-%", f) == "100%-%x-%");
+  f.pid = 7;
+  REQUIRE(expand_prefix("out/%p/%p", f) == "out/7/7");
+  f.rank = "3";
+  f.local_rank = "1";
+  f.host = "node7";
+  f.env = [](const char* n) -> const char* { return std::string(n) == "SLURM_JOB_ID" ? "991" : nullptr; };
+  REQUIRE(expand_prefix("out/%h-r%r-l%l", f) == "out/node7-r3-l1");
+  REQUIRE(expand_prefix("job%q{SLURM_JOB_ID}-%q{UNSET}-%q{}-%q{OPEN", f) == "job991---%q{OPEN");
+  REQUIRE(expand_prefix("%%q{SLURM_JOB_ID}", f) == "%q{SLURM_JOB_ID}");
+}
+
+namespace {
+Settings settings_of(const std::map<std::string, std::string>& env, const std::vector<std::string>& argv = {}) {
+  return read_settings(
+      [&](const char* n) -> const char* {
+        auto it = env.find(n);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      ProcessFacts{100, "python3", argv, "node7", "/start"});
+}
+}  // namespace
+
+TEST_CASE("rank: each launcher's variables, the most specific first, NB_RANK over all", "[options][rank]") {
+  CHECK_FALSE(settings_of({}).rank.known());
+  // Slurm alone (srun python train.py).
+  Settings s = settings_of({{"SLURM_PROCID", "9"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "16"}, {"SLURM_NODEID", "4"}});
+  CHECK(s.rank.rank == 9);
+  CHECK(s.rank.local_rank == 1);
+  CHECK(s.rank.world_size == 16);
+  CHECK(s.rank.node == 4);
+  CHECK(s.rank.source == "Slurm");
+  // torchrun inside a Slurm allocation: the worker's RANK, not the task's.
+  s = settings_of({{"SLURM_PROCID", "1"}, {"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"},
+                   {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}});
+  CHECK(s.rank.rank == 5);
+  CHECK(s.rank.local_rank == 1);
+  CHECK(s.rank.world_size == 8);
+  CHECK(s.rank.local_world_size == 4);
+  CHECK(s.rank.source == "torchrun");
+  // mpirun inside Slurm.
+  s = settings_of({{"SLURM_PROCID", "0"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"}});
+  CHECK(s.rank.rank == 3);
+  CHECK(s.rank.world_size == 4);
+  CHECK(s.rank.source == "Open MPI");
+  s = settings_of({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}});
+  CHECK(s.rank.rank == 2);
+  CHECK(s.rank.world_size == 4);
+  CHECK(s.rank.local_rank == -1);
+  // A family whose rank is not a number does not count.
+  s = settings_of({{"RANK", "first"}, {"PMI_RANK", "2"}});
+  CHECK(s.rank.rank == 2);
+  // NB_RANK overrides the rank and keeps the launcher's sizes; a bad one is
+  // said once and ignored.
+  s = settings_of({{"NB_RANK", "7"}, {"RANK", "1"}, {"WORLD_SIZE", "8"}});
+  CHECK(s.rank.rank == 7);
+  CHECK(s.rank.world_size == 8);
+  s = settings_of({{"NB_RANK", "x"}, {"RANK", "1"}});
+  CHECK(s.rank.rank == 1);
+  REQUIRE(s.problems.size() == 1);
+  CHECK(s.problems[0].find("NB_RANK='x' is not valid") == 0);
+}
+
+TEST_CASE("names: the default prefix has the rank when a launcher gives one; %n is a script's name", "[options][rank]") {
+  CHECK(settings_of({}, {"/usr/bin/python3", "serve.py"}).prefix == "/start/nb-serve-100");
+  CHECK(settings_of({{"RANK", "3"}}, {"/usr/bin/python3", "serve.py"}).prefix == "/start/nb-serve-r3-100");
+  CHECK(settings_of({{"RANK", "3"}, {"NB_OUT", "runs/"}}, {"python3", "a.py"}).prefix == "/start/runs/nb-a-r3-100");
+  CHECK(settings_of({{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"NB_OUT", "out/%h-r%r-l%l"}}).prefix == "/start/out/node7-r3-l1");
+  CHECK(settings_of({{"NB_OUT", "out/%h-r%r-l%l"}}).prefix == "/start/out/node7-r0-l0");
+  CHECK(settings_of({{"NB_OUT", "j%q{JOB}"}, {"JOB", "12"}}).prefix == "/start/j12");
+}
+
+TEST_CASE("program_name: the script or module an interpreter runs", "[options][rank]") {
+  CHECK(program_name({"/usr/bin/python3", "serve.py", "--port", "80"}, "python3") == "serve");
+  CHECK(program_name({"python3", "-u", "-W", "ignore", "-X", "dev", "dir/train.py"}, "python3") == "train");
+  CHECK(program_name({"python3", "-m", "pkg.mod", "x.py"}, "python3") == "pkg.mod");
+  CHECK(program_name({"python3.12", "-um", "pkg.mod"}, "python3.12") == "pkg.mod");
+  CHECK(program_name({"python", "-mvllm.entrypoints"}, "python") == "vllm.entrypoints");
+  CHECK(program_name({"python3", "-Wignore", "--", "-odd.py"}, "python3") == "-odd");
+  // A #! script: the kernel runs the interpreter with the script's path.
+  CHECK(program_name({"/usr/bin/python3", "/usr/local/bin/torchrun", "--nproc_per_node=2", "t.py"}, "python3") ==
+        "torchrun");
+  // Nothing with a name: the interpreter's.
+  CHECK(program_name({"python3", "-c", "import x"}, "python3") == "python3");
+  CHECK(program_name({"python3"}, "python3") == "python3");
+  CHECK(program_name({"python3", "-"}, "python3") == "python3");
+  // Not an interpreter: the executable's short name, whatever its arguments.
+  CHECK(program_name({"./bin/decode", "model.py"}, "decode") == "decode");
+  CHECK(program_name({}, "decode") == "decode");
 }
 
 TEST_CASE("describe_options lists every variable once", "[options]") {
@@ -148,7 +239,7 @@ TEST_CASE("typed values: each choice has its enum, NB_STEP its marker", "[option
   CHECK(o.step.kind == StepMarker::Kind::None);
   const Settings s = read_settings([](const char* n) -> const char* {
     return std::string(n) == "NB_ACTIVE" ? "4" : std::string(n) == "NB_OUT" ? "runs/%n-%p" : nullptr;
-  }, 42, "my prog", "/start");
+  }, ProcessFacts{42, "my prog", {}, "host", "/start"});
   CHECK(s.step.kind == StepMarker::Kind::Sync);
   CHECK(s.step.spec == "sync");
   CHECK(s.prefix == "/start/runs/my_prog-42");

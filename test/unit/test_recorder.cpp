@@ -34,6 +34,7 @@ class TestHost final : public Host {
     if (!watched.empty() && nbtest::file_exists(watched)) files_before_dormant = true;
   }
   void exit_signal(int) override {}
+  std::string nccl_version() override { return ""; }
   std::atomic<int> own_threads{0}, dormant{0};
   std::string watched;  // a file that must not exist yet when nb goes dormant
   std::atomic<bool> files_before_dormant{false};
@@ -45,7 +46,7 @@ Settings settings_for(const std::map<std::string, std::string>& env, const std::
         auto it = env.find(name);
         return it == env.end() ? nullptr : it->second.c_str();
       },
-      4242, "recorded", dir);
+      ProcessFacts{4242, "recorded", {}, "host", dir});
 }
 
 void record(ThreadSlot& slot, uint16_t api, Kind kind, uint64_t ptr, uint64_t bytes) {
