@@ -602,11 +602,6 @@ OutputContext Collector::current_context() {
     }
   }
   ctx.devices = query_devices(host_);
-  if (ctx.distributed.present) {
-    // Loaded by now if the program uses it (torch.distributed loads it lazily).
-    ctx.distributed.nccl_version = host_.nccl_version();
-    if (!ctx.distributed.nccl_version.empty()) ctx.distributed.backend = "nccl";
-  }
 
   // The second anchor for the tick → time map: at least 20 ms after the
   // first so that the TSC's rate is known to a few parts per million.
@@ -678,6 +673,17 @@ OutputContext Collector::current_context() {
   const std::string stack_note = stack_cost_.note(ctx.time.ns_per_tick);
   if (!stack_note.empty()) ctx.notes.push_back(stack_note);
   ctx.kernel_names = names_.snapshot();
+  if (ctx.distributed.present) {
+    // NCCL's version when it is loaded (PyTorch loads it with libtorch, gloo
+    // jobs included); "nccl" the backend only once NCCL's kernels ran.
+    ctx.distributed.nccl_version = host_.nccl_version();
+    for (const std::string& k : ctx.kernel_names) {
+      if (k.find("ncclDevKernel") != std::string::npos || k.find("ncclKernel") != std::string::npos) {
+        ctx.distributed.backend = "nccl";
+        break;
+      }
+    }
+  }
   return ctx;
 }
 

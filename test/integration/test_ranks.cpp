@@ -94,6 +94,9 @@ TEST_CASE("ranks: each launcher's 4 ranks write files named by rank, with distri
       CHECK(t["distributedInfo"]["rank"] == rank);
       CHECK(t["distributedInfo"]["world_size"] == 4);
       CHECK(t["distributedInfo"]["local_rank"] == rank % 2);
+      // NCCL's kernels ran, but no libnccl is loaded (the fake stack): no version.
+      CHECK(t["distributedInfo"]["backend"] == "nccl");
+      CHECK_FALSE(t["distributedInfo"].contains("nccl_version"));
       // HTA reads the rank with a regular expression: "rank": N, with the space.
       const std::string head = nbtest::run({"/bin/sh", "-c", "gzip -dc '" + path + "' | head -c 300"}).out;
       CHECK(head.find("\"rank\": " + std::to_string(rank)) != std::string::npos);
