@@ -9,6 +9,27 @@ namespace nb {
 
 namespace {
 
+// The collective an NCCL kernel's name gives: ncclDevKernel_AllReduce_Sum_f32_RING_LL
+// (NCCL 2.19 on), ncclKernel_AllGather_RING_LL_Sum_int8_t (before), mangled
+// or not; "" for any other kernel, and for NCCL's generic kernels, whose
+// name says nothing of it.
+constexpr std::string_view kCollectives[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                             "Reduce",    "SendRecv",  "AllToAll"};
+// Its index in kCollectives, or -1.
+int nccl_collective(std::string_view name) {
+  for (std::string_view prefix : {std::string_view("ncclDevKernel_"), std::string_view("ncclKernel_")}) {
+    const size_t at = name.find(prefix);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = name.substr(at + prefix.size());
+    rest = rest.substr(0, rest.find_first_of("_(<"));
+    for (size_t i = 0; i < std::size(kCollectives); ++i) {
+      if (rest == kCollectives[i]) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  return -1;
+}
+
 const char* copy_kind_name(uint64_t k) {
   switch (static_cast<CopyKind>(k)) {
     case CopyKind::HtoD: return "HtoD";
@@ -317,6 +338,13 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
                                static_cast<uint32_t>(d.grid[2])));
     e.args.push_back(Arg::dim3("block", static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]),
                                static_cast<uint32_t>(d.block[2])));
+    // As torch.profiler names it on the call that launches the collective.
+    // (Looked up once per kernel name.)
+    if (e.name >= collective_of_.size()) collective_of_.resize(e.name + 1, kNotLooked);
+    if (collective_of_[e.name] == kNotLooked) {
+      collective_of_[e.name] = static_cast<int8_t>(nccl_collective(names_.kernel_text(d.name)));
+    }
+    if (collective_of_[e.name] >= 0) e.args.push_back(Arg::view("Collective name", kCollectives[collective_of_[e.name]]));
   } else {
     e.args.push_back(Arg::uinteger("bytes", d.bytes));
     e.args.push_back(Arg::real("memory bandwidth (GB/s)",

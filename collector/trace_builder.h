@@ -146,6 +146,10 @@ class TraceBuilder {
 
   TraceSetup setup_;
   TraceNames& names_;
+  // By trace name index: the NCCL collective a kernel's name gives (an
+  // index into the list in trace_builder.cpp), -1 none, kNotLooked.
+  static constexpr int8_t kNotLooked = -2;
+  std::vector<int8_t> collective_of_;
   EventSink& sink_;
   TimeMap time_;
   formats::Event scratch_;  // reused: no allocation per event

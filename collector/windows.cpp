@@ -266,10 +266,10 @@ void Collector::service_windows() {
     if (now >= next_time_step_ns_) {
       const uint32_t ended = control_.step.fetch_add(1, std::memory_order_relaxed);
       note_step_end(ended, now_ticks(), static_cast<uint32_t>(context_.pid));
-      next_time_step_ns_ += time_step_ns_;
-      // A pass that comes a whole step late (a loaded machine) ends one
-      // step, not a burst of empty ones: each step lasts at least its length.
-      if (now >= next_time_step_ns_) next_time_step_ns_ = now + time_step_ns_;
+      // The next from this end, not from when this one was due: a pass
+      // that comes late (a loaded machine) makes this step longer, never
+      // the next shorter or a burst of empty ones.
+      next_time_step_ns_ = now + time_step_ns_;
     }
   }
   const auto now = std::chrono::steady_clock::now();

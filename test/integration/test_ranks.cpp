@@ -101,6 +101,17 @@ TEST_CASE("ranks: each launcher's 4 ranks write files named by rank, with distri
       const std::string head = nbtest::run({"/bin/sh", "-c", "gzip -dc '" + path + "' | head -c 300"}).out;
       CHECK(head.find("\"rank\": " + std::to_string(rank)) != std::string::npos);
       kernels += count_kernels(t);
+      // NCCL's kernels say their collective, on the stream they ran on.
+      int all_reduces = 0;
+      std::set<int64_t> streams;
+      for (const auto& e : t["traceEvents"]) {
+        if (e.value("cat", "") != "kernel" || e["name"].get<std::string>().rfind("ncclDevKernel_AllReduce", 0) != 0) continue;
+        all_reduces += e["args"].value("Collective name", "") == "AllReduce";
+        streams.insert(e["tid"].get<int64_t>());
+      }
+      CHECK(all_reduces == 6);
+      CHECK(streams.size() == 1);
+      CHECK(streams.count(7) == 0);  // not the default stream's track
     }
     REQUIRE(kernels == 4 * 6 * 5);
 
