@@ -35,6 +35,9 @@ std::string on_path(const std::string& name) {
 // The command line the process will have once the kernel has run a `#!`
 // script's interpreter (and env the program it names).
 std::vector<std::string> command_line_after_exec(std::vector<std::string> argv) {
+  // `python3` may itself be a wrapper script (pyenv's shims are bash): it
+  // ends in a Python with the same arguments.
+  if (nb::is_python_name(argv[0].substr(argv[0].rfind('/') + 1))) return argv;
   const std::string path = on_path(argv[0]);
   std::ifstream f(path);
   std::string line;

@@ -15,8 +15,9 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// python, python3, python3.12, pypy3, ... (what a #! line or a user runs).
-bool is_python(const std::string& name) {
+}  // namespace
+
+bool is_python_name(const std::string& name) {
   for (const char* prefix : {"python", "pypy"}) {
     const size_t n = std::strlen(prefix);
     if (name.compare(0, n, prefix) != 0) continue;
@@ -26,6 +27,8 @@ bool is_python(const std::string& name) {
   }
   return false;
 }
+
+namespace {
 
 std::string script_stem(const std::string& path) {
   std::string name = base_name(path);
@@ -68,7 +71,7 @@ std::string python_target(const std::vector<std::string>& argv) {
 
 std::string program_name(const std::vector<std::string>& argv, const std::string& short_name) {
   const std::string exe = argv.empty() ? short_name : base_name(argv[0]);
-  if (is_python(exe) || is_python(short_name)) {
+  if (is_python_name(exe) || is_python_name(short_name)) {
     const std::string target = python_target(argv);
     if (!target.empty()) return target;
   }

@@ -13,6 +13,9 @@ namespace nb {
 // says nothing more. Not yet made safe for a file name.
 std::string program_name(const std::vector<std::string>& argv, const std::string& short_name);
 
+// python, python3, python3.12, pypy3: an interpreter whose script names the program.
+bool is_python_name(const std::string& name);
+
 // /proc/self/cmdline, split at its NULs (empty if it cannot be read).
 std::vector<std::string> read_own_cmdline();
 

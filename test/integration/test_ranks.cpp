@@ -248,3 +248,20 @@ TEST_CASE("ranks: HTA reads a directory of nb's rank traces as one job", "[integ
   CHECK(r.out.find("get_temporal_breakdown: ok") != std::string::npos);
   CHECK(r.out.find("get_comm_comp_overlap: ok") != std::string::npos);
 }
+
+TEST_CASE("nbprof checks the files the shim will write: the script's name and the rank", "[integration][ranks][nbprof]") {
+  nbtest::TempDir dir;
+  nbtest::write_file(dir.file("serve.py"), kPythonProgram);
+  nbtest::write_file(dir.file("run-serve-r2.trace.json.gz"), "from an earlier run");
+  const auto r = nbtest::run({NB_NBPROF_PATH, "-o", dir.file("run-%n-r%r"), "--", NB_PYTHON3, dir.file("serve.py")},
+                             {{"RANK", "2"}, {"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}}, dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("run-serve-r2.trace.json.gz exists: pass --overwrite, or another --out") != std::string::npos);
+  // Another rank's name is free: the run goes ahead and writes it.
+  const auto ok = nbtest::run({NB_NBPROF_PATH, "-o", dir.file("run-%n-r%r"), "--print-table", "0", "--", NB_PYTHON3,
+                               dir.file("serve.py")},
+                              {{"RANK", "3"}, {"LD_LIBRARY_PATH", nbtest::fake_cuda_dir()}}, dir.path());
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(nbtest::file_exists(dir.file("run-serve-r3.trace.json.gz")));
+}
