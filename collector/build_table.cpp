@@ -52,6 +52,8 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
 namespace {
 constexpr const char* kOtherClientNote =
     "another CUPTI client, such as torch.profiler, took the activity buffers: device time is incomplete";
+constexpr const char* kDroppedNote =
+    "records were dropped on the way (the footer's other lines say where): those calls have no arrow";
 constexpr const char* kJoinFailedNote =
     "device records came but were not joined to their calls: the join failed, the arrows are missing "
     "(please report this with the program's CUDA and CUPTI versions)";
@@ -68,9 +70,13 @@ bool another_cupti_client(const JoinStats& js) {
 
 }  // namespace
 
-const char* unjoined_note(const JoinStats& js) {
+const char* unjoined_note(const JoinStats& js, const OutputContext& ctx) {
   if (!most_work_unjoined(js)) return nullptr;
-  return another_cupti_client(js) ? kOtherClientNote : kJoinFailedNote;
+  if (another_cupti_client(js)) return kOtherClientNote;
+  // Calls or device records lost on the way leave calls without their
+  // record (and the order join stops at the gaps): not a failed join.
+  if (ctx.dropped != 0 || ctx.device_overflow != 0 || ctx.device_dropped != 0) return kDroppedNote;
+  return kJoinFailedNote;
 }
 
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js) {
@@ -88,7 +94,7 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
   if (js.work_without_device != 0) {
     f.notes.push_back("Calls that make device work with no device record: " + std::to_string(js.work_without_device) +
                       " of " + std::to_string(js.work_calls) +
-                      (unjoined_note(js) ? " (" + std::string(unjoined_note(js)) + ")" : std::string()));
+                      (unjoined_note(js, ctx) ? " (" + std::string(unjoined_note(js, ctx)) + ")" : std::string()));
   }
   if (ctx.record_cost_ns > 0) {
     char buf[200];

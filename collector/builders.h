@@ -44,6 +44,7 @@ struct OutputContext {
   CuptiJoin join_mode = CuptiJoin::None;
   std::string device_note;
   uint64_t device_dropped = 0;             // CUPTI's dropped records + refused buffers
+  uint64_t device_overflow = 0;            // device records nb dropped (the collector fell behind)
   std::vector<formats::DeviceProperties> devices;
   double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
   bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
@@ -89,7 +90,8 @@ formats::TableFooter build_table_footer(const Session& s, const OutputContext& c
 std::string table_title(const OutputContext& ctx);
 
 // Why most calls that make device work got no device record (another CUPTI
-// client took the records, or the join failed), or null when most did.
-const char* unjoined_note(const JoinStats& js);
+// client took the records, records were dropped, or the join failed), or
+// null when most did.
+const char* unjoined_note(const JoinStats& js, const OutputContext& ctx);
 
 }  // namespace nb

@@ -583,6 +583,7 @@ OutputContext Collector::current_context() {
       ctx.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
                           std::to_string(c.incomplete));
     }
+    ctx.device_overflow = c.overflow;
     if (c.overflow) {
       ctx.notes.push_back("Device records dropped by nb (the collector fell behind; " +
                           std::to_string(DeviceTracer::kMaxQueued) + " were waiting for it): " +

@@ -67,9 +67,9 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   opt.title = table_title(ctx);
   const auto rows = build_table_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
-  if (unjoined_note(js) && !ctx.device_handed_over) {
+  if (unjoined_note(js, ctx) && !ctx.device_handed_over) {
     res.problems.push_back(std::to_string(js.work_without_device) + " of " + std::to_string(js.work_calls) +
-                           " calls that make device work have no device record: " + unjoined_note(js));
+                           " calls that make device work have no device record: " + unjoined_note(js, ctx));
   }
   const std::string full = formats::format_ranking_table(rows, opt, footer);
   write(ctx.prefix + ".table.txt", [&](std::ostream& os) { os << full; });

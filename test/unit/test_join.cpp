@@ -196,6 +196,13 @@ TEST_CASE("most calls unjoined: missing device records blame another client, pre
       CHECK(notes.find("Calls that make device work with no device record: 10 of 10") != std::string::npos);
       CHECK((notes.find("another CUPTI client") != std::string::npos) == !records_came);
       CHECK((notes.find("the join failed") != std::string::npos) == records_came);
+      // Records that nb dropped explain unjoined calls: not a failed join.
+      OutputContext dropping = context(CuptiJoin::Callback);
+      dropping.device_overflow = 5;
+      std::string with_drops;
+      for (const auto& n : build_table_footer(s, dropping, js).notes) with_drops += n + "\n";
+      CHECK(with_drops.find("the join failed") == std::string::npos);
+      CHECK((with_drops.find("records were dropped on the way") != std::string::npos) == records_came);
     }
   }
 }
