@@ -21,8 +21,11 @@ bool is_python_name(const std::string& name) {
   for (const char* prefix : {"python", "pypy"}) {
     const size_t n = std::strlen(prefix);
     if (name.compare(0, n, prefix) != 0) continue;
+    // A version, then perhaps the build's letter: python3.13t (free-threaded), python3.12d (debug).
+    size_t end = name.size();
+    if (end > n && (name[end - 1] == 't' || name[end - 1] == 'd' || name[end - 1] == 'm')) --end;
     bool ok = true;
-    for (size_t i = n; i < name.size(); ++i) ok = ok && ((name[i] >= '0' && name[i] <= '9') || name[i] == '.');
+    for (size_t i = n; i < end; ++i) ok = ok && ((name[i] >= '0' && name[i] <= '9') || name[i] == '.');
     if (ok) return true;
   }
   return false;

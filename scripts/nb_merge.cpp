@@ -45,7 +45,12 @@ namespace {
 
 constexpr const char* kUsage = "usage: nbprof merge DIR|TRACE... -o MERGED.trace.json.gz [--overwrite]";
 
+// The output being written, removed if the merge stops: nothing half
+// written is left under any name.
+std::string g_partial;
+
 [[noreturn]] void fail(const std::string& message) {
+  if (!g_partial.empty()) std::remove(g_partial.c_str());
   std::fprintf(stderr, "nbprof merge: %s\n", message.c_str());
   std::exit(2);
 }
@@ -132,24 +137,27 @@ struct Input {
   nlohmann::json devices;      // deviceProperties
 };
 
-// The head of a trace: the text before its "traceEvents" line, as JSON.
-nlohmann::json read_head(LineReader& in, const std::string& path) {
+// The head of a trace: the text before its "traceEvents" line, as JSON;
+// false, with `why`, for a file that is not one of nb's traces.
+bool read_head(LineReader& in, const std::string& path, nlohmann::json& head, std::string& why) {
   std::string text, line;
   while (in.next(line)) {
     if (line.rfind("  \"traceEvents\": [", 0) == 0) {
       while (!text.empty() && (text.back() == '\n' || text.back() == ',' || text.back() == ' ')) text.pop_back();
       text += "}";
-      try {
-        return nlohmann::json::parse(text);
-      } catch (const std::exception&) {
-        fail(path + ": its head is not JSON (is it one of nb's traces?)");
+      head = nlohmann::json::parse(text, nullptr, false);
+      if (head.is_discarded() || !head.is_object()) {
+        why = path + ": its head is not JSON (is it one of nb's traces?)";
+        return false;
       }
+      return true;
     }
     text += line;
     text += '\n';
     if (text.size() > (size_t{64} << 20)) break;
   }
-  fail(path + ": no \"traceEvents\" line: not one of nb's traces (nb writes one event per line)");
+  why = path + ": no \"traceEvents\" line: not one of nb's traces (nb writes one event per line)";
+  return false;
 }
 
 // The integer after `key` (e.g. "\"pid\":") in `line`, and where it ends.
@@ -249,11 +257,21 @@ void rewrite_frame(std::string& line, const RankState& r) {
   if (parent != std::string::npos) line.insert(parent + 11, tag);
 }
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& args, const std::string& output) {
-  std::vector<std::string> out;
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+struct Found {
+  std::string path;
+  bool named;  // on the command line (not found in a directory)
+};
+
+std::vector<Found> expand_inputs(const std::vector<std::string>& args, const std::string& output) {
+  std::vector<Found> out;
   for (const std::string& a : args) {
     if (!is_dir(a)) {
-      out.push_back(a);
+      out.push_back({a, true});
       continue;
     }
     std::vector<std::string> found;
@@ -262,20 +280,20 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args, con
         const std::string name = e->d_name;
         if (!ends_with(name, ".trace.json.gz") && !ends_with(name, ".trace.json")) continue;
         const std::string path = a + "/" + name;
-        if (path != output) found.push_back(path);
+        if (!same_file(path, output)) found.push_back(path);
       }
       closedir(d);
     }
     std::sort(found.begin(), found.end());
     if (found.empty()) fail(a + ": no *.trace.json.gz or *.trace.json in it");
-    out.insert(out.end(), found.begin(), found.end());
+    for (const std::string& f : found) out.push_back({f, false});
   }
   return out;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int merge(int argc, char** argv) {
   std::vector<std::string> args;
   std::string output;
   bool overwrite = false;
@@ -298,15 +316,29 @@ int main(int argc, char** argv) {
 
   // Pass one: each trace's rank and clock base, from its head.
   std::vector<Input> inputs;
-  for (const std::string& path : expand_inputs(args, output)) {
+  for (const auto& [path, named] : expand_inputs(args, output)) {
     LineReader in(path);
-    const nlohmann::json head = read_head(in, path);
+    nlohmann::json head;
+    std::string why;
+    if (!read_head(in, path, head, why)) {
+      // Named: the user meant it. Found in a directory (torch.profiler's
+      // .pt.trace.json beside nb's): left out, said.
+      if (named) fail(why);
+      std::fprintf(stderr, "nbprof merge: left out %s\n", why.c_str());
+      continue;
+    }
+    if (head.contains("nbMerged")) {
+      if (named) fail(path + " is a merged trace already");
+      std::fprintf(stderr, "nbprof merge: left out %s: a merged trace already\n", path.c_str());
+      continue;
+    }
     Input t;
     t.path = path;
     t.order = inputs.size();
     t.base_ns = head.value("baseTimeNanoseconds", uint64_t{0});
     t.devices = head.value("deviceProperties", nlohmann::json::array());
-    if (head.contains("distributedInfo") && head["distributedInfo"].contains("rank")) {
+    if (head.contains("distributedInfo") && head["distributedInfo"].is_object() &&
+        head["distributedInfo"].value("rank", nlohmann::json()).is_number_integer()) {
       t.rank = head["distributedInfo"]["rank"].get<long>();
     }
     inputs.push_back(t);
@@ -320,6 +352,7 @@ int main(int argc, char** argv) {
 
   const std::string partial = output + ".partial";
   Writer out(partial, ends_with(output, ".gz"));
+  g_partial = partial;
   FILE* frames = std::tmpfile();
   if (frames == nullptr) fail("cannot make a temporary file for the stack frames");
   nlohmann::json ranks = nlohmann::json::array();
@@ -329,9 +362,12 @@ int main(int argc, char** argv) {
   // The devices as the first rank saw them (a GPU of the same ordinal on
   // another host is another card; its rank's process name says which).
   const nlohmann::json devices = inputs.empty() ? nlohmann::json::array() : inputs.front().devices;
-  out.put("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + devices.dump() +
+  if (inputs.empty()) fail("no trace of nb's to merge");
+  using Json = nlohmann::json;
+  out.put("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + devices.dump(-1, ' ', false, Json::error_handler_t::replace) +
           ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " +
-          std::to_string(base) + ",\n  \"nbMerged\": " + ranks.dump() + ",\n  \"traceEvents\": [\n");
+          std::to_string(base) + ",\n  \"nbMerged\": " + ranks.dump(-1, ' ', false, Json::error_handler_t::replace) +
+          ",\n  \"traceEvents\": [\n");
 
   // Pass two: the events of each trace in rank order, then the frames.
   bool first_event = true, first_frame = true;
@@ -344,7 +380,9 @@ int main(int argc, char** argv) {
     r.label = t.rank >= 0 ? "rank " + std::to_string(t.rank) : "trace " + std::to_string(t.order);
     r.shift_us = static_cast<long long>((t.base_ns - base) / 1000);
     LineReader in(t.path);
-    (void)read_head(in, t.path);
+    nlohmann::json head;
+    std::string why;
+    if (!read_head(in, t.path, head, why)) fail(why + " (it changed while being merged)");
     enum { Events, Tail, Frames } part = Events;
     while (in.next(line)) {
       if (part == Events) {
@@ -354,6 +392,11 @@ int main(int argc, char** argv) {
         }
         if (!line.empty() && line.back() == ',') line.pop_back();
         if (line.empty() || line[0] != '{') continue;
+        if (line.back() != '}') {
+          // The last line of a file cut off while it was written.
+          std::fprintf(stderr, "nbprof merge: %s ends in the middle of an event; merged up to it\n", t.path.c_str());
+          break;
+        }
         rewrite_event(line, r);
         if (!first_event) out.put(",\n", 2);
         first_event = false;
@@ -386,7 +429,16 @@ int main(int argc, char** argv) {
     fail("cannot write " + output + " (disk full?)");
   }
   if (std::rename(partial.c_str(), output.c_str()) != 0) fail("cannot rename " + partial + " to " + output);
+  g_partial.clear();
   std::fprintf(stderr, "nbprof merge: wrote %s: %zu traces, %llu events\n", output.c_str(), inputs.size(),
                static_cast<unsigned long long>(events));
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return merge(argc, argv);
+  } catch (const std::exception& e) {
+    fail(std::string("stopped: ") + e.what());
+  }
 }

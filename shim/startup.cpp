@@ -124,7 +124,8 @@ void read_settings_once() {
     char cwd[PATH_MAX];
     ProcessFacts p;
     p.pid = getpid();
-    p.short_name = program_invocation_short_name;
+    // (Null for a program started with an empty argv.)
+    p.short_name = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
     p.argv = read_own_cmdline();
     p.host = short_host_name();
     p.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";

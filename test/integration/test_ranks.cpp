@@ -265,3 +265,50 @@ TEST_CASE("nbprof checks the files the shim will write: the script's name and th
   CHECK(ok.exit_code == 0);
   CHECK(nbtest::file_exists(dir.file("run-serve-r3.trace.json.gz")));
 }
+
+TEST_CASE("merge: leaves out merged traces and others' files in a directory; a cut-off trace merges up to its cut",
+          "[integration][ranks]") {
+  nbtest::TempDir dir;
+  run_job(dir, kLaunchers[0]);
+  const std::string merged = dir.file("m.trace.json.gz");
+  REQUIRE(nbtest::run({NB_NBPROF_PATH, "merge", dir.path(), "-o", merged}).exit_code == 0);
+  const int kernels = count_kernels(nbtest::nbread("trace", merged));
+  REQUIRE(kernels == 4 * 6 * 5);
+  nbtest::write_file(dir.file("other.pt.trace.json"), "{\"traceEvents\": []}\n");
+  // Again over itself (the same file by another path), and into a new name
+  // beside the first merge: the merged trace and the other tool's file are
+  // left out, saying so.
+  auto again = nbtest::run({NB_NBPROF_PATH, "merge", dir.path() + "/", "-o", dir.path() + "//m.trace.json.gz", "--overwrite"});
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.err.find("left out " + dir.path() + "//other.pt.trace.json") != std::string::npos);
+  CHECK(count_kernels(nbtest::nbread("trace", merged)) == kernels);
+  again = nbtest::run({NB_NBPROF_PATH, "merge", dir.path(), "-o", dir.file("m2.trace.json.gz")});
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.err.find("m.trace.json.gz: a merged trace already") != std::string::npos);
+  CHECK(count_kernels(nbtest::nbread("trace", dir.file("m2.trace.json.gz"))) == kernels);
+  // Named on the command line, another tool's file is an error.
+  CHECK(nbtest::run({NB_NBPROF_PATH, "merge", dir.file("other.pt.trace.json"), "-o", dir.file("m3.trace.json.gz")})
+            .exit_code == 2);
+  CHECK_FALSE(nbtest::file_exists(dir.file("m3.trace.json.gz.partial")));
+  // A trace cut off in the middle of an event (a copy being written).
+  const auto traces = traces_by_rank(dir);
+  const std::string text = nbtest::run({"/bin/sh", "-c", "gzip -dc '" + traces.at(0) + "'"}).out;
+  nbtest::TempDir cut;
+  nbtest::write_file(cut.file("cut.trace.json"), text.substr(0, text.size() / 2 + 7));
+  const auto c = nbtest::run({NB_NBPROF_PATH, "merge", cut.file("cut.trace.json"), "-o", cut.file("m.trace.json.gz")});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.err.find("ends in the middle of an event") != std::string::npos);
+  // Valid JSON with the events before the cut (its stack frames, at the
+  // end of the file, are gone with the rest).
+  const auto loaded = nbtest::run({NB_PYTHON3, "-c",
+                                   "import gzip, json, sys; t = json.load(gzip.open(sys.argv[1])); "
+                                   "print(sum(e.get('cat') == 'kernel' for e in t['traceEvents']))",
+                                   cut.file("m.trace.json.gz")},
+                                  {{"-LD_PRELOAD", ""}});
+  INFO(loaded.err);
+  REQUIRE(loaded.exit_code == 0);
+  CHECK(std::stoi(loaded.out) > 0);
+}

@@ -169,6 +169,8 @@ TEST_CASE("program_name: the script or module an interpreter runs", "[options][r
   CHECK(program_name({"python3", "-u", "-W", "ignore", "-X", "dev", "dir/train.py"}, "python3") == "train");
   CHECK(program_name({"python3", "-m", "pkg.mod", "x.py"}, "python3") == "pkg.mod");
   CHECK(program_name({"python3.12", "-um", "pkg.mod"}, "python3.12") == "pkg.mod");
+  CHECK(program_name({"/usr/bin/python3.13t", "serve.py"}, "python3.13t") == "serve");
+  CHECK(program_name({"pythonista", "serve.py"}, "pythonista") == "pythonista");
   CHECK(program_name({"python", "-mvllm.entrypoints"}, "python") == "vllm.entrypoints");
   CHECK(program_name({"python3", "-Wignore", "--", "-odd.py"}, "python3") == "-odd");
   // A #! script: the kernel runs the interpreter with the script's path.
