@@ -289,9 +289,8 @@ std::string expand_prefix(const std::string& pattern, const PrefixFields& f) {
     else if (c == 'l') out += f.local_rank;
     else if (c == 'h') out += f.host;
     else if (c == '%') out += '%';
-    else if (c == 'q' && i + 1 < pattern.size() && pattern[i + 1] == '{' &&
-             pattern.find('}', i + 2) != std::string::npos) {
-      const size_t close = pattern.find('}', i + 2);
+    else if (const size_t close = pattern.find('}', i + 1);
+             c == 'q' && i + 1 < pattern.size() && pattern[i + 1] == '{' && close != std::string::npos) {
       const std::string name = pattern.substr(i + 2, close - i - 2);
       const char* v = f.env && !name.empty() ? f.env(name.c_str()) : nullptr;
       if (v != nullptr) out += v;

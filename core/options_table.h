@@ -8,7 +8,7 @@
 //   Type: String (non-empty) | Path (may be empty) | Bool | UInt |
 //         OptUInt (an integer or empty) | Duration | LogLevel |
 //         Step (an NB_STEP marker, core/step_marker.h) | Choice
-//   min/max apply to UInt. A Choice names its Enum, whose values are listed
+//   min/max apply to UInt and OptUInt. A Choice names its Enum, whose values are listed
 //   by NB_CHOICES_<Enum>(X) as X(Enumerator, "text"): options.h makes the
 //   enum class and its parser from that list.
 // clang-format off

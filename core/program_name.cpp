@@ -15,24 +15,6 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-}  // namespace
-
-bool is_python_name(const std::string& name) {
-  for (const char* prefix : {"python", "pypy"}) {
-    const size_t n = std::strlen(prefix);
-    if (name.compare(0, n, prefix) != 0) continue;
-    // A version, then perhaps the build's letter: python3.13t (free-threaded), python3.12d (debug).
-    size_t end = name.size();
-    if (end > n && (name[end - 1] == 't' || name[end - 1] == 'd' || name[end - 1] == 'm')) --end;
-    bool ok = true;
-    for (size_t i = n; i < end; ++i) ok = ok && ((name[i] >= '0' && name[i] <= '9') || name[i] == '.');
-    if (ok) return true;
-  }
-  return false;
-}
-
-namespace {
-
 std::string script_stem(const std::string& path) {
   std::string name = base_name(path);
   for (const char* ext : {".py", ".pyw", ".pyc"}) {
@@ -71,6 +53,20 @@ std::string python_target(const std::vector<std::string>& argv) {
 }
 
 }  // namespace
+
+bool is_python_name(const std::string& name) {
+  for (const char* prefix : {"python", "pypy"}) {
+    const size_t n = std::strlen(prefix);
+    if (name.compare(0, n, prefix) != 0) continue;
+    // A version, then perhaps the build's letter: python3.13t (free-threaded), python3.12d (debug).
+    size_t end = name.size();
+    if (end > n && (name[end - 1] == 't' || name[end - 1] == 'd' || name[end - 1] == 'm')) --end;
+    bool ok = true;
+    for (size_t i = n; i < end; ++i) ok = ok && ((name[i] >= '0' && name[i] <= '9') || name[i] == '.');
+    if (ok) return true;
+  }
+  return false;
+}
 
 std::string program_name(const std::vector<std::string>& argv, const std::string& short_name) {
   const std::string exe = argv.empty() ? short_name : base_name(argv[0]);
