@@ -14,15 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/deflaters.h"
 #include "collector/output_files.h"
 
 namespace nb {
 
 namespace {
-
-// How much nicer the writer thread is than the thread that starts it (a
-// tenth of the collector's weight when both want the same core).
-constexpr int kWriterNice = 10;
 
 bool write_all(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -48,25 +45,6 @@ bool read_all(int fd, uint64_t offset, char* out, size_t n) {
   return true;
 }
 
-// Raw deflate of `in` as one piece of a larger stream: ended on a byte
-// boundary (`last` false) or with the final block (`last` true).
-bool deflate_piece(const std::string& in, int level, bool last, std::string& out) {
-  z_stream zs{};
-  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  char buf[1 << 15];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = deflate(&zs, last ? Z_FINISH : Z_SYNC_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
-  } while (zs.avail_out == 0 || (last && rc != Z_STREAM_END));
-  deflateEnd(&zs);
-  return rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR;
-}
-
 void put_le32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -86,21 +64,22 @@ struct TraceBody {
   std::string near;  // the output's path: scratch files go beside it
   int level = 0;
   TraceToText to_text;
-  std::string text;  // to_text's, reused
-  z_stream zs{};
-  bool z_ready = false;
+  std::string text;  // to_text's
+  Deflaters* deflaters = nullptr;
+  size_t max_in_flight = 1;
+  // Pieces handed to the deflaters, oldest first: stored in this order.
+  std::deque<std::shared_ptr<DeflatePiece>> in_flight;
+  std::vector<std::string> spare_texts;  // buffers of stored pieces, for the next
   std::deque<Slice> slices;
   // The first problem; nothing more is written once set. Room is kept so
   // that saying "no memory" needs none.
   std::string failed;
   TraceBody() { failed.reserve(256); }
-  std::vector<unsigned char> out = std::vector<unsigned char>(size_t(1) << 18);
 
   ~TraceBody() {
     for (Slice& s : slices) {
       if (s.fd >= 0) ::close(s.fd);
     }
-    if (z_ready) deflateEnd(&zs);
   }
 
   bool new_slice() {
@@ -111,18 +90,7 @@ struct TraceBody {
       return false;
     }
     slices.push_back(Slice{fd, 0, 0, 0});
-    if (level > 0) {
-      if (!z_ready) {
-        if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-          failed = "zlib could not start";
-          return false;
-        }
-        z_ready = true;
-        current = level;
-      } else {
-        deflateReset(&zs);
-      }
-    }
+    if (current == 0) current = level;
     return true;
   }
 
@@ -136,20 +104,28 @@ struct TraceBody {
     return true;
   }
 
-  // Deflates what is in zs.next_in with `flush` into the slice.
-  bool pump(int flush) {
-    do {
-      zs.next_out = out.data();
-      zs.avail_out = static_cast<uInt>(out.size());
-      const int rc = deflate(&zs, flush);
-      if (rc == Z_STREAM_ERROR) {
-        failed = "zlib failed";
-        return false;
+  // Stores the pieces that are done, oldest first; with `all`, waits for
+  // every one, else only while more than max_in_flight are out.
+  void store_done(bool all) {
+    while (!in_flight.empty()) {
+      DeflatePiece& piece = *in_flight.front();
+      if (!deflaters->is_done(piece)) {
+        if (!all && in_flight.size() <= max_in_flight) return;
+        deflaters->wait(piece);
       }
-      const size_t n = out.size() - zs.avail_out;
-      if (n != 0 && !store(out.data(), n)) return false;
-    } while (zs.avail_out == 0);
-    return true;
+      if (!piece.ok) {
+        if (failed.empty()) failed.assign("no memory to compress the trace");
+      } else if (failed.empty() && store(piece.out.data(), piece.out.size())) {
+        Slice& s = slices.back();
+        s.crc = static_cast<uint32_t>(crc32_combine(s.crc, piece.crc, static_cast<z_off_t>(piece.text.size())));
+        s.raw += piece.text.size();
+      }
+      if (spare_texts.size() < max_in_flight && piece.text.capacity() <= (size_t(16) << 20)) {
+        piece.text.clear();
+        spare_texts.push_back(std::move(piece.text));
+      }
+      in_flight.pop_front();
+    }
   }
 
   // The level follows the rate of the text: the configured one below kFast
@@ -158,17 +134,16 @@ struct TraceBody {
   // times faster; level 1 is 10% faster still, but its file 8% larger)
   // above that or while more than kBehind bytes wait (as handed over:
   // packed events are about half their text); back below half that
-  // rate with the writer caught up. Within one deflate stream
-  // (deflateParams), so the file stays one member.
+  // rate with the writer caught up. Each piece has its level.
   static constexpr int kFastLevel = 3;
   static constexpr uint64_t kFast = uint64_t(8) << 20;
   static constexpr uint64_t kBehind = uint64_t(4) << 20;
-  int current = 0;  // the level in use, once zlib is set up
+  int current = 0;  // the level of the next piece
   uint64_t window_bytes = 0;
   std::chrono::steady_clock::time_point window_start{};
   double rate = 0;  // bytes a second, over the last half second or more
   void pace(uint64_t waiting, size_t n) {
-    if (level <= kFastLevel || !z_ready || !failed.empty()) return;
+    if (level <= kFastLevel || !failed.empty()) return;
     const auto now = std::chrono::steady_clock::now();
     if (window_start == std::chrono::steady_clock::time_point{}) window_start = now;
     window_bytes += n;
@@ -180,19 +155,7 @@ struct TraceBody {
     }
     const bool fast = rate > static_cast<double>(kFast) || waiting > kBehind;
     const bool calm = rate < static_cast<double>(kFast) / 2 && waiting < kBehind / 4;
-    const int want = fast ? kFastLevel : calm ? level : current;
-    if (want == current) return;
-    zs.next_in = nullptr;
-    zs.avail_in = 0;
-    int rc;
-    do {
-      zs.next_out = out.data();
-      zs.avail_out = static_cast<uInt>(out.size());
-      rc = deflateParams(&zs, want, Z_DEFAULT_STRATEGY);
-      const size_t n = out.size() - zs.avail_out;
-      if (n != 0 && !store(out.data(), n)) return;
-    } while (rc == Z_BUF_ERROR);
-    if (rc == Z_OK) current = want;
+    current = fast ? kFastLevel : calm ? level : current;
   }
 
   // What the collector handed over: made text first when it is not.
@@ -200,8 +163,14 @@ struct TraceBody {
   void take(const char* p, size_t n, uint64_t waiting) {
     if (!to_text || !failed.empty()) {
       pace(waiting, n);
-      append(p, n);
+      std::string copy = next_text();
+      copy.assign(p, n);
+      append(copy);
       return;
+    }
+    if (!spare_texts.empty()) {
+      text = std::move(spare_texts.back());
+      spare_texts.pop_back();
     }
     text.clear();
     try {
@@ -210,22 +179,32 @@ struct TraceBody {
       failed.assign("no memory to write the trace's events");  // in its room: nothing escapes the writer thread
     }
     pace(waiting, text.size());
-    append(text.data(), text.size());
-    if (text.capacity() > (size_t(16) << 20)) std::string().swap(text);
+    append(text);
   }
 
-  void append(const char* p, size_t n) {
-    if (!failed.empty() || n == 0) return;
-    Slice& s = slices.back();
-    s.raw += n;
+  std::string next_text() {
+    if (spare_texts.empty()) return std::string();
+    std::string t = std::move(spare_texts.back());
+    spare_texts.pop_back();
+    return t;
+  }
+
+  // Takes `t`'s text into the slice: stored as it is (level 0), or as a
+  // piece for the deflaters.
+  void append(std::string& t) {
+    if (!failed.empty() || t.empty()) return;
     if (level == 0) {
-      store(p, n);
+      Slice& s = slices.back();
+      s.raw += t.size();
+      store(t.data(), t.size());
       return;
     }
-    s.crc = static_cast<uint32_t>(crc32_z(s.crc, reinterpret_cast<const Bytef*>(p), n));
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
-    zs.avail_in = static_cast<uInt>(n);
-    pump(Z_NO_FLUSH);
+    auto piece = std::make_shared<DeflatePiece>();
+    piece->text.swap(t);
+    piece->level = current;
+    in_flight.push_back(piece);
+    deflaters->submit(piece);
+    store_done(false);
   }
 
   void note_times(double lo, double hi) {
@@ -234,13 +213,8 @@ struct TraceBody {
     slices.back().max_ts = std::max(slices.back().max_ts, hi);
   }
 
-  // Ends the current slice's deflate stream on a byte boundary.
-  void close_slice() {
-    if (!failed.empty() || level == 0 || !z_ready) return;
-    zs.next_in = nullptr;
-    zs.avail_in = 0;
-    pump(Z_SYNC_FLUSH);
-  }
+  // Stores every piece of the current slice (each ends on a byte boundary).
+  void close_slice() { store_done(true); }
 };
 
 TraceWriter::~TraceWriter() {
@@ -269,7 +243,7 @@ bool TraceWriter::start(std::string& problem) {
       const id_t me = static_cast<id_t>(syscall(SYS_gettid));
       errno = 0;
       const int nice = getpriority(PRIO_PROCESS, me);
-      if (errno == 0) setpriority(PRIO_PROCESS, me, std::min(19, nice + kWriterNice));
+      if (errno == 0) setpriority(PRIO_PROCESS, me, std::min(19, nice + kNice));
       run();
     });
     started_ = true;
@@ -352,9 +326,11 @@ void TraceWriter::hold_for_fork() {
     if (!held_for_fork_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   work_held_for_fork_ = work_mu_.try_lock_for(std::chrono::seconds(2));
+  deflaters_.hold_for_fork();
 }
 
 void TraceWriter::release_after_fork() {
+  deflaters_.release_after_fork();
   if (work_held_for_fork_) work_mu_.unlock();
   if (held_for_fork_) mu_.unlock();
   held_for_fork_ = work_held_for_fork_ = false;
@@ -538,6 +514,8 @@ bool TraceFile::open(std::string& problem) {
   body->near = config_.path;
   body->level = config_.level;
   body->to_text = config_.to_text;
+  body->deflaters = &writer_.deflaters_;
+  body->max_in_flight = writer_.deflaters_.helpers() + 1;
   if (!body->new_slice()) {
     problem = body->failed + "; " + config_.path + " not written";
     open_problem_ = problem;
@@ -633,7 +611,7 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
       // gzip header: deflate, no name, no time, Unix.
       put(std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10));
       std::string piece;
-      deflate_piece(head, config_.level, false, piece);
+      deflate_piece(head.data(), head.size(), config_.level, false, piece);
       put(piece);
       crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(head.data()), head.size()));
       raw = head.size();
@@ -680,7 +658,7 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
     }
     if (gz) {
       std::string piece;
-      deflate_piece(tail, config_.level, true, piece);
+      deflate_piece(tail.data(), tail.size(), config_.level, true, piece);
       put(piece);
       crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(tail.data()), tail.size())),
                                                 static_cast<z_off_t>(tail.size())));

@@ -2,7 +2,9 @@
 //
 // The collector appends events to the file's buffer (as text, or packed for
 // the writer to make text of); each full buffer is handed to one background
-// thread of nb's (TraceWriter), which compresses it into the file's body.
+// thread of nb's (TraceWriter), which makes it text and has it compressed
+// (by Deflaters, on helper threads where the machine has cores to spare)
+// into the file's body.
 // The body lives in files already unlinked, beside the output: a process
 // killed at any moment leaves nothing behind, and the page cache, not the
 // process, holds what waits on disk. At the end the head (known only then: the table, the
@@ -10,8 +12,8 @@
 // name through write_output_file (a temporary file, then link/rename).
 //
 // Compressed, the file is one gzip member (catapult's inflater stops after
-// the first, and older Perfetto did too): the head, each piece of the body
-// and the tail are raw deflate streams of their own, each ended on a byte
+// the first, and Perfetto's too): the head, each piece of the body (a
+// buffer's text) and the tail are raw deflate streams of their own, each ended on a byte
 // boundary without a final block but the tail's, so their concatenation is
 // one valid deflate stream; the CRC of the whole is combined from the
 // pieces' (crc32_combine).
@@ -35,6 +37,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "collector/deflaters.h"
 
 namespace nb {
 
@@ -80,6 +84,9 @@ class TraceWriter {
   void work(Job& job);
   bool open_backlog(const std::string& near_path);
 
+  // How much nicer the writer's threads are than the thread that starts
+  // them (a tenth of the collector's weight when both want the same core).
+  static constexpr int kNice = 10;
   size_t memory_limit_;
   std::timed_mutex work_mu_;  // held while a job is worked on (and freed)
   bool held_for_fork_ = false, work_held_for_fork_ = false;
@@ -97,6 +104,9 @@ class TraceWriter {
   int backlog_fd_ = -1;        // -1: none yet; -2: could not be made
   uint64_t backlog_end_ = 0;   // where the next buffer goes (collector side)
   std::vector<char> read_buf_;  // the thread's, for backlog text
+  // Compress the text the thread makes (on helpers of their own; last, so
+  // that they stop after the thread).
+  Deflaters deflaters_{Deflaters::helpers_for_this_machine(), kNice};
 };
 
 // How finish() puts the file together.
@@ -162,7 +172,7 @@ class TraceFile {
   uint64_t file_bytes() const { return file_bytes_; }
 
  private:
-  static constexpr size_t kChunk = size_t(1) << 20;
+  static constexpr size_t kChunk = size_t(1) << 19;
   TraceWriter::Job slice_job(TraceWriter::Job::Kind kind);
   TraceWriter& writer_;
   TraceFileConfig config_;

@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "collector/deflaters.h"
 #include "collector/trace_file.h"
 #include "test_support.h"
 
@@ -153,4 +156,44 @@ TEST_CASE("trace file: text that comes faster than level 9 compresses still make
   expected += kTail;
   REQUIRE(f.finish(kHead, kTail, TraceFinish{}, problem));
   CHECK(gunzip_one(nbtest::read_file(dir.file("fast.trace.json.gz"))) == expected);
+}
+
+TEST_CASE("deflaters: pieces made on helpers, or inline, put in order are one deflate stream", "[trace_file]") {
+  for (unsigned helpers : {0u, 3u}) {
+    DYNAMIC_SECTION(helpers << " helpers") {
+      Deflaters pool(helpers, 0);
+      std::string whole;
+      std::vector<std::shared_ptr<DeflatePiece>> pieces;
+      for (int p = 0; p < 24; ++p) {
+        auto piece = std::make_shared<DeflatePiece>();
+        for (int i = 0; i < 2000 + 500 * p; ++i) piece->text += event(p * 100000 + i);
+        piece->level = 1 + p % 9;  // each piece its own level
+        whole += piece->text;
+        pieces.push_back(piece);
+        pool.submit(piece);
+      }
+      std::string stream;
+      uint32_t crc = 0;
+      for (auto& piece : pieces) {
+        pool.wait(*piece);
+        REQUIRE(piece->ok);
+        stream += piece->out;
+        crc = static_cast<uint32_t>(crc32_combine(crc, piece->crc, static_cast<z_off_t>(piece->text.size())));
+      }
+      REQUIRE(deflate_piece("", 0, 1, true, stream));  // the final block
+      CHECK(crc == static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(whole.data()), whole.size())));
+      z_stream zs{};
+      REQUIRE(inflateInit2(&zs, -15) == Z_OK);
+      zs.next_in = reinterpret_cast<Bytef*>(stream.data());
+      zs.avail_in = static_cast<uInt>(stream.size());
+      std::string out(whole.size() + 1, '\0');
+      zs.next_out = reinterpret_cast<Bytef*>(out.data());
+      zs.avail_out = static_cast<uInt>(out.size());
+      CHECK(inflate(&zs, Z_FINISH) == Z_STREAM_END);
+      out.resize(out.size() - zs.avail_out);
+      inflateEnd(&zs);
+      CHECK(out == whole);
+      CHECK(stream.size() * 5 < whole.size());
+    }
+  }
 }
