@@ -1,5 +1,6 @@
 #include "collector/builders.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/api.h"
@@ -44,6 +45,67 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
     row.has_host = false;
     row.has_device = true;
     row.device_total_ns = st.total;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::vector<formats::RegionRow> build_region_rows(const Session& s, const OutputContext& ctx) {
+  struct Node {
+    uint64_t calls = 0, host_ns = 0, device_self_ns = 0;
+    uint64_t children_host_ns = 0, children_device_ns = 0;
+  };
+  // By path; every parent of a recorded range is a node too (one still
+  // open at the end, or whose record was dropped, has no calls).
+  std::map<std::vector<std::string>, Node> nodes;
+  for (const auto& [id, st] : s.region_stats()) {
+    const std::string text = id < ctx.kernel_names.size() ? ctx.kernel_names[id] : "?";
+    std::vector<std::string> path;
+    for (size_t at = 0;;) {
+      const size_t sep = text.find(kRangePathSep, at);
+      path.push_back(text.substr(at, sep == std::string::npos ? std::string::npos : sep - at));
+      if (sep == std::string::npos) break;
+      at = sep + 1;
+    }
+    Node& n = nodes[path];
+    n.calls += st.calls;
+    n.host_ns += ctx.time.duration_ns(st.host);
+    n.device_self_ns += st.device_self;
+    for (size_t k = 1; k < path.size(); ++k) nodes[std::vector<std::string>(path.begin(), path.begin() + k)];
+  }
+  // Totals from the deepest up: a parent's total is its self plus its
+  // children's totals; the host self is what its own spans hold beyond them.
+  std::vector<const std::vector<std::string>*> deepest_first;
+  for (const auto& [path, n] : nodes) deepest_first.push_back(&path);
+  std::stable_sort(deepest_first.begin(), deepest_first.end(),
+                   [](const auto* a, const auto* b) { return a->size() > b->size(); });
+  std::vector<formats::RegionRow> out;
+  for (const std::vector<std::string>* path : deepest_first) {
+    Node& n = nodes[*path];
+    formats::RegionRow row;
+    row.path = *path;
+    row.calls = n.calls;
+    // A region never seen ending: what is known of it is its children's.
+    row.host_total_ns = n.calls ? n.host_ns : n.children_host_ns;
+    row.host_self_ns = row.host_total_ns > n.children_host_ns ? row.host_total_ns - n.children_host_ns : 0;
+    row.device_self_ns = n.device_self_ns;
+    row.device_total_ns = n.device_self_ns + n.children_device_ns;
+    if (path->size() > 1) {
+      Node& parent = nodes[std::vector<std::string>(path->begin(), path->end() - 1)];
+      parent.children_host_ns += row.host_total_ns;
+      parent.children_device_ns += row.device_total_ns;
+    }
+    out.push_back(std::move(row));
+  }
+  const RegionStats& steps = s.step_stats();
+  if (steps.calls) {
+    // nb's steps stand apart from the program's ranges: a row of its own
+    // whose self is all of it.
+    formats::RegionRow row;
+    row.path = {"ProfilerStep"};
+    row.calls = steps.calls;
+    row.host_total_ns = row.host_self_ns = ctx.time.duration_ns(steps.host);
+    row.device_total_ns = row.device_self_ns = steps.device_self;
     out.push_back(std::move(row));
   }
   return out;

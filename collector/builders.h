@@ -84,6 +84,9 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
 uint64_t trace_base_ns(int64_t epoch_ns);
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
+// The program's regions (NVTX ranges by where they nest, nb's steps) with
+// their total and self times.
+std::vector<formats::RegionRow> build_region_rows(const Session& s, const OutputContext& ctx);
 formats::TableFooter build_table_footer(const Session& s, const OutputContext& ctx, const JoinStats& js);
 
 // "nb: PROGRAM (pid N)", the table's first line.

@@ -25,6 +25,8 @@ OrderJoin::Host OrderJoin::Host::from(const Record& r, uint64_t start_ns, uint64
   std::copy(r.grid, r.grid + 3, h.grid);
   std::copy(r.block, r.block + 3, h.block);
   h.bytes = r.bytes;
+  h.range = r.range;
+  h.step = r.step;
   return h;
 }
 
@@ -312,7 +314,7 @@ OrderJoin::Link OrderJoin::take(size_t i, uint64_t id) {
 }
 
 OrderJoin::Link OrderJoin::link(const Host& h, uint64_t id) {
-  const Link l{true, h.id, h.window, h.tid, h.start_ns};
+  const Link l{true, h.id, h.window, h.tid, h.start_ns, h.range, h.step};
   remember(id, Linked{l, h.start_ns, h.end_ns});
   ++counts_.joined;
   return l;

@@ -66,15 +66,16 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   opt.sort = ctx.table_sort;
   opt.title = table_title(ctx);
   const auto rows = build_table_rows(s, ctx);
+  const auto regions = build_region_rows(s, ctx);
   const auto footer = build_table_footer(s, ctx, js);
   if (unjoined_note(js, ctx) && !ctx.device_handed_over) {
     res.problems.push_back(std::to_string(js.work_without_device) + " of " + std::to_string(js.work_calls) +
                            " calls that make device work have no device record: " + unjoined_note(js, ctx));
   }
-  const std::string full = formats::format_ranking_table(rows, opt, footer);
+  const std::string full = formats::format_ranking_table(rows, opt, footer, regions);
   write(ctx.prefix + ".table.txt", [&](std::ostream& os) { os << full; });
   opt.max_rows = ctx.table_rows;
-  res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer) : full;
+  res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer, regions) : full;
   return res;
 }
 

@@ -44,11 +44,27 @@ Session::Session(const SessionLimits& limits, EventSink* sink, const TraceSetup&
       own_names_(names ? nullptr : std::make_unique<TraceNames>(nullptr)),
       builder_(std::make_unique<TraceBuilder>(setup, names ? *names : *own_names_, sink ? *sink : g_no_events)) {
   if (own_feed_) feed_->on_point([this](const MemoryPoint& p) { memory_point(p); });
+  builder_->on_joined([this](const DeviceRecord& d, const CallOrigin& o) { joined(d, o); });
+}
+
+void Session::joined(const DeviceRecord& d, const CallOrigin& o) {
+  const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
+  sum_valid_ = false;
+  if (o.range != 0) cur_.regions[o.range].device_self += dur;
+  if (o.step < steps_ended_) {
+    cur_.steps.device_self += dur;
+  } else if (step_device_waiting_.size() < 4096 || step_device_waiting_.count(o.step)) {
+    step_device_waiting_[o.step] += dur;
+  }
 }
 
 void Session::consume(const Record& r) {
   if (r.kind == Kind::Nvtx) {
-    // A range the program annotated, not a CUDA call: no table row.
+    // A range the program annotated, not a CUDA call: a region's row.
+    RegionStats& g = cur_.regions[r.range != 0 ? r.range : r.name];
+    ++g.calls;
+    g.host += r.end >= r.start ? r.end - r.start : 0;
+    sum_valid_ = false;
     builder_->nvtx(r);
     return;
   }
@@ -70,6 +86,15 @@ void Session::consume(const Record& r) {
 
 void Session::step(uint64_t number, uint64_t start, uint64_t end, uint32_t tid) {
   builder_->step(number, start, end, tid);
+  ++cur_.steps.calls;
+  cur_.steps.host += end >= start ? end - start : 0;
+  sum_valid_ = false;
+  if (number + 1 > steps_ended_) steps_ended_ = number + 1;
+  // Work of the steps that have ended, waiting for it, is theirs now.
+  for (auto it = step_device_waiting_.begin(); it != step_device_waiting_.end() && it->first < steps_ended_;) {
+    cur_.steps.device_self += it->second;
+    it = step_device_waiting_.erase(it);
+  }
   if (run_.steps.size() < RunLog::kMaxSteps) run_.steps.push_back({number, start, end, tid});
   else run_.steps_complete = false;
 }
@@ -144,6 +169,8 @@ void Tally::add(const Tally& o) {
     a.max = std::max(a.max, b.max);
     a.errors += b.errors;
   }
+  for (const auto& [path, b] : o.regions) regions[path].add(b);
+  steps.add(o.steps);
   for (const auto& [name, b] : o.device) {
     DeviceStats& a = device[name];
     a.kind = b.kind;

@@ -76,9 +76,25 @@ class MemoryFeed {
 
 
 // What the table counts, over some span of records.
+// A region of the program: an NVTX range (by its path, Record::range) or
+// nb's steps. Host time in ticks (the ranges' own spans), device time in ns
+// of the work launched directly in it (not in a range inside it).
+struct RegionStats {
+  uint64_t calls = 0;
+  uint64_t host = 0;
+  uint64_t device_self = 0;
+  void add(const RegionStats& o) {
+    calls += o.calls;
+    host += o.host;
+    device_self += o.device_self;
+  }
+};
+
 struct Tally {
   std::array<ApiStats, kApiCount> api{};  // by ApiId
   std::unordered_map<uint32_t, DeviceStats> device;  // by the record's name id
+  std::unordered_map<uint32_t, RegionStats> regions;  // by range path (name id)
+  RegionStats steps;  // ProfilerStep: the steps' spans and the work launched in them
   uint64_t consumed = 0, device_consumed = 0;
   uint64_t first = UINT64_MAX, last = 0;  // earliest start, latest end of the calls (ticks)
   uint64_t since_ns = 0;                  // monotonic, when its first record came (slices)
@@ -149,6 +165,9 @@ class Session {
   const MemoryTracker& memory() const { return feed_->tracker(); }
   // Indexed by the record's name id.
   const std::unordered_map<uint32_t, DeviceStats>& device_stats() const { return tally().device; }
+  // By range path (a NameTable id whose text is the path, kRangePathSep).
+  const std::unordered_map<uint32_t, RegionStats>& region_stats() const { return tally().regions; }
+  const RegionStats& step_stats() const { return tally().steps; }
   uint64_t device_consumed() const { return tally().device_consumed; }
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
   uint64_t consumed() const { return tally().consumed; }
@@ -176,6 +195,11 @@ class Session {
   std::unique_ptr<TraceBuilder> builder_;
   RunLog run_;
   std::map<uint32_t, std::string> threads_;
+  // Device time of work whose call began in a step not ended yet, by step:
+  // it counts as the steps' once that step ends.
+  void joined(const DeviceRecord& d, const CallOrigin& o);
+  uint64_t steps_ended_ = 0;  // steps 0 .. steps_ended_ - 1 have ended
+  std::map<uint32_t, uint64_t> step_device_waiting_;
 };
 
 }  // namespace nb

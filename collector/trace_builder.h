@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <memory_resource>
@@ -97,6 +98,9 @@ class TraceBuilder {
   void host(const Record& r);
   // Device work, with the call it was joined to (order join), or none.
   void device(const DeviceRecord& d, const CorrelationLink* link);
+  // Told of each piece of device work joined to its call (now or on a
+  // retry), with where the call was: the regions' device time.
+  void on_joined(std::function<void(const DeviceRecord&, const CallOrigin&)> f) { on_joined_ = std::move(f); }
   void nvtx(const Record& r);
   void step(uint64_t number, uint64_t start_ticks, uint64_t end_ticks, uint32_t tid);
   void memory_point(const MemoryPoint& p);
@@ -179,6 +183,7 @@ class TraceBuilder {
     uint64_t id;
     bool joined;
     uint32_t other;  // the call's second id (corr_last), 0 if none
+    uint32_t range, step;  // Record::range, Record::step
   };
   void forget_call(uint32_t correlation);
   std::pmr::unordered_map<uint32_t, CallRef> by_corr_{pool_.get()};
@@ -203,6 +208,7 @@ class TraceBuilder {
   std::unordered_map<uint32_t, std::deque<PendingRange>> ranges_;  // by thread, in end order
   uint64_t now_ns_ = 0;
   int64_t first_ns_ = INT64_MAX;
+  std::function<void(const DeviceRecord&, const CallOrigin&)> on_joined_;
 };
 
 }  // namespace nb

@@ -76,7 +76,14 @@ struct alignas(64) Record {
   // The step (NB_STEP) the program was in when the call began: steps ended
   // so far, process-wide. The collector maps it to a window (schedule.h).
   uint32_t step;
+  // The innermost NVTX thread range open on the calling thread when the call
+  // began: the name id of its path ("outer\x1finner", kRangePathSep), 0 =
+  // none. For Kind::Nvtx, the range's own path (a process range: its name).
+  uint32_t range;
 };
+// Between the names of a range path (NameTable text): nested NVTX ranges
+// are interned as their path, so a range's parents travel with its id.
+constexpr char kRangePathSep = '\x1f';
 static_assert(sizeof(Record) == 128, "a record is two cache lines");
 
 // Calls about device memory: what the memory snapshot is made of.

@@ -244,6 +244,25 @@ void append_table(std::string& out, const RankingTable& t) {
     out += "}";
   }
   out += t.rows.empty() ? "],\n" : "\n    ],\n";
+  if (!t.regions.empty()) {
+    out += "    \"regions\": [";
+    for (size_t i = 0; i < t.regions.size(); ++i) {
+      const RegionRow& r = t.regions[i];
+      out += i ? ",\n      " : "\n      ";
+      out += "{\"path\": [";
+      for (size_t k = 0; k < r.path.size(); ++k) {
+        if (k) out += ", ";
+        append_string(out, r.path[k]);
+      }
+      out += "], \"calls\": "; append_uint(out, r.calls);
+      out += ", \"hostTotalNs\": "; append_uint(out, r.host_total_ns);
+      out += ", \"hostSelfNs\": "; append_uint(out, r.host_self_ns);
+      out += ", \"deviceTotalNs\": "; append_uint(out, r.device_total_ns);
+      out += ", \"deviceSelfNs\": "; append_uint(out, r.device_self_ns);
+      out += "}";
+    }
+    out += "\n    ],\n";
+  }
   out += "    \"footer\": {\"records\": ";
   append_uint(out, t.footer.records);
   out += ", \"dropped\": ";

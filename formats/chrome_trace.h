@@ -14,6 +14,9 @@
 //               "errors", "deviceTotalNs", "hasHost", "hasDevice"}, ...],
 //               a row some of whose calls had their record dropped also has
 //               "droppedCalls": how many of "calls" (its host times are the rest's)
+//     "regions": [{"path": ["outer", "inner"], "calls", "hostTotalNs",
+//                  "hostSelfNs", "deviceTotalNs", "deviceSelfNs"}, ...],
+//                                    only when the run had NVTX ranges or steps
 //     "footer": {"records", "dropped", "notes": [line, ...]}
 //   }
 //

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "formats/text_encoding.h"
 
@@ -65,6 +66,113 @@ std::string percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
+// The regions as a tree: each region under its parent, indented two
+// spaces a level, siblings in the table's order (by total). Left-aligned
+// names, so the tree reads as one.
+std::vector<const RegionRow*> region_order(const std::vector<RegionRow>& regions, SortKey sort) {
+  std::vector<const RegionRow*> sorted;
+  for (const RegionRow& r : regions) sorted.push_back(&r);
+  const auto before = [&](const RegionRow* a, const RegionRow* b) {
+    switch (sort) {
+      case SortKey::DeviceTotal:
+        if (a->device_total_ns != b->device_total_ns) return a->device_total_ns > b->device_total_ns;
+        break;
+      case SortKey::Calls:
+        if (a->calls != b->calls) return a->calls > b->calls;
+        break;
+      case SortKey::Name:
+        return a->path.back() < b->path.back();
+      case SortKey::HostTotal:
+      default:
+        break;
+    }
+    if (a->host_total_ns != b->host_total_ns) return a->host_total_ns > b->host_total_ns;
+    return a->path < b->path;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), before);
+  // Depth first from the roots, children in the sorted order. A region
+  // whose parent is not a row (never recorded) stands as a root.
+  std::vector<const RegionRow*> out;
+  std::vector<bool> placed(sorted.size(), false);
+  const auto is_child = [](const RegionRow* parent, const RegionRow* r) {
+    return r->path.size() == parent->path.size() + 1 && std::equal(parent->path.begin(), parent->path.end(), r->path.begin());
+  };
+  const auto has_parent = [&](const RegionRow* r) {
+    if (r->path.size() < 2) return false;
+    for (const RegionRow* p : sorted) if (is_child(p, r)) return true;
+    return false;
+  };
+  std::function<void(const RegionRow*)> visit = [&](const RegionRow* p) {
+    out.push_back(p);
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (!placed[i] && is_child(p, sorted[i])) {
+        placed[i] = true;
+        visit(sorted[i]);
+      }
+    }
+  };
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (!placed[i] && !has_parent(sorted[i])) {
+      placed[i] = true;
+      visit(sorted[i]);
+    }
+  }
+  return out;
+}
+
+std::string region_name(const RegionRow& r) {
+  std::string name(2 * (r.path.size() - 1), ' ');
+  name += r.path.empty() ? std::string() : r.path.back();
+  return display_name(name);
+}
+
+void pad_right(std::string& out, const std::string& cell, size_t width) {
+  out += cell;
+  const size_t w = display_width(cell);
+  if (w < width) out.append(width - w, ' ');
+}
+
+// `device_sum`: all the device time of the table (regions overlap: nb's
+// steps hold the ranges' work too), what Self Device % is of.
+std::string format_regions(const std::vector<RegionRow>& regions, const TableOptions& opt, bool device,
+                           uint64_t device_sum) {
+  std::vector<std::string> headers = {"Host Total", "Host Self", "Host avg"};
+  if (device) {
+    headers.push_back("Device Total");
+    headers.push_back("Device Self");
+    headers.push_back("Self Device %");
+  }
+  headers.push_back("# of Calls");
+  std::string rule(kNameWidth, '-');
+  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
+  rule += '\n';
+  std::string out = "Regions (NVTX ranges, nb's steps): Total = Self + the regions inside\n";
+  out += rule;
+  pad_right(out, "Name", kNameWidth);
+  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
+  out += '\n';
+  out += rule;
+  const std::vector<const RegionRow*> order = region_order(regions, opt.sort);
+  const size_t shown = opt.max_rows && opt.max_rows < order.size() ? opt.max_rows : order.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const RegionRow& r = *order[i];
+    std::vector<std::string> cells = {format_duration_ns(r.host_total_ns), format_duration_ns(r.host_self_ns),
+                                      r.calls ? format_duration_ns(r.host_total_ns / r.calls) : "-"};
+    if (device) {
+      cells.push_back(format_duration_ns(r.device_total_ns));
+      cells.push_back(format_duration_ns(r.device_self_ns));
+      cells.push_back(percent(r.device_self_ns, device_sum));
+    }
+    cells.push_back(std::to_string(r.calls));
+    pad_right(out, region_name(r), kNameWidth);
+    for (const std::string& c : cells) { out += "  "; pad_left(out, c, kColWidth); }
+    out += '\n';
+  }
+  out += rule;
+  if (shown < order.size()) out += "(" + std::to_string(order.size() - shown) + " more regions not shown)\n";
+  return out;
+}
+
 }  // namespace
 
 const char* sort_key_name(SortKey key) {
@@ -85,7 +193,7 @@ bool sort_key_from_name(std::string_view name, SortKey& key) {
 }
 
 std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& opt,
-                                 const TableFooter& footer) {
+                                 const TableFooter& footer, const std::vector<RegionRow>& regions) {
   // Names as they are shown and saved (valid UTF-8; the title and the notes
   // too, below), so that a table read back from the trace's JSON sorts and
   // prints exactly as the run's did.
@@ -197,6 +305,11 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   }
   if (unlisted) partial += " and " + std::to_string(unlisted) + " more";
   if (!partial.empty()) out += "Host times of rows with dropped calls cover the recorded calls only: " + partial + '\n';
+  if (!regions.empty()) {
+    const bool region_device =
+        device || std::any_of(regions.begin(), regions.end(), [](const RegionRow& r) { return r.device_total_ns != 0; });
+    out += format_regions(regions, opt, region_device, device_sum);
+  }
   for (const std::string& n : footer.notes) {
     append_valid_utf8(out, n);
     out += '\n';

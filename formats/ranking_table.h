@@ -23,6 +23,19 @@ struct TableRow {
   uint64_t dropped_calls = 0;
 };
 
+// A region of the program: an NVTX range (by where it nests) or nb's steps.
+// Total = self + the totals of the regions directly inside it, in host and
+// in device time. Host time: the region's own spans on its thread; device
+// time: the work launched while it was the innermost region open.
+struct RegionRow {
+  std::vector<std::string> path;  // outermost first: the row is the last
+  uint64_t calls = 0;             // 0: it never ended while recorded (its total is its children's)
+  uint64_t host_total_ns = 0;
+  uint64_t host_self_ns = 0;
+  uint64_t device_total_ns = 0;
+  uint64_t device_self_ns = 0;
+};
+
 enum class SortKey { HostTotal, DeviceTotal, Calls, Name };
 
 struct TableOptions {
@@ -38,13 +51,14 @@ struct TableFooter {
 };
 
 std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions& options,
-                                 const TableFooter& footer);
+                                 const TableFooter& footer, const std::vector<RegionRow>& regions = {});
 
 // The table as data: what a run printed (options.max_rows = the rows it
 // printed to stderr). The Chrome trace keeps it under "nbTable", so that
 // `nbprof stats` prints the same table again from the trace alone.
 struct RankingTable {
   std::vector<TableRow> rows;
+  std::vector<RegionRow> regions;
   TableOptions options;
   TableFooter footer;
 };

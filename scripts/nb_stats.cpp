@@ -189,6 +189,20 @@ nb::formats::RankingTable to_table(const json& j) {
     row.has_device = r.at("hasDevice").get<bool>();
     t.rows.push_back(std::move(row));
   }
+  // Written only where the run had regions (and not by versions before them).
+  if (j.contains("regions")) {
+    for (const json& r : j.at("regions")) {
+      nb::formats::RegionRow row;
+      for (const json& p : r.at("path")) row.path.push_back(p.get<std::string>());
+      if (row.path.empty()) throw std::runtime_error("a region without a name");
+      row.calls = number(r, "calls");
+      row.host_total_ns = number(r, "hostTotalNs");
+      row.host_self_ns = number(r, "hostSelfNs");
+      row.device_total_ns = number(r, "deviceTotalNs");
+      row.device_self_ns = number(r, "deviceSelfNs");
+      t.regions.push_back(std::move(row));
+    }
+  }
   const json& f = j.at("footer");
   t.footer.records = number(f, "records");
   t.footer.dropped = number(f, "dropped");
@@ -264,7 +278,7 @@ int main(int argc, char** argv) {
   }
   if (!sort.empty()) table.options.sort = sort_key;
   if (!rows.empty()) table.options.max_rows = max_rows;
-  const std::string text = nb::formats::format_ranking_table(table.rows, table.options, table.footer);
+  const std::string text = nb::formats::format_ranking_table(table.rows, table.options, table.footer, table.regions);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -122,6 +122,7 @@ class HookScope {
     r->kind = kind;
     r->device = -1;
     r->step = g_control.step.load(std::memory_order_relaxed);
+    r->range = t.range;
     return r;
   }
 

@@ -1,12 +1,16 @@
 #include "shim/nvtx_ranges.h"
 
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "core/clock.h"
+#include "core/name_table.h"
+#include "core/record.h"
 #include "shim/hook_scope.h"
 #include "shim/runtime.h"
 #include "shim/steps.h"
+#include "shim/thread_state.h"
 
 namespace nb::shim {
 
@@ -14,6 +18,7 @@ namespace {
 
 struct OpenRange {
   uint32_t name;   // NameTable id, 0 = not recorded (the shim was not recording at the push)
+  uint32_t path;   // NameTable id of its path (Record::range)
   uint32_t step;   // the step the range began in
   uint64_t start;  // ticks
 };
@@ -57,9 +62,33 @@ uint32_t name_id(const char* name) {
   return id;
 }
 
-OpenRange open(const char* name) {
-  if (!recording()) return OpenRange{0, 0, 0};
-  return OpenRange{name_id(name), g_control.step.load(std::memory_order_relaxed), now_ticks()};
+// A nested range's path ("outer" kRangePathSep "inner"), interned like a
+// name: a per-thread cache by (parent, name), the table on a miss.
+struct CachedPath {
+  uint64_t key;  // parent << 32 | name, 0 = empty
+  uint32_t id;
+};
+__thread CachedPath t_paths[kNameCache] __attribute__((tls_model("initial-exec")));
+
+uint32_t path_id(uint32_t parent, uint32_t name) {
+  if (parent == 0 || name == 0) return name;
+  const uint64_t key = uint64_t(parent) << 32 | name;
+  CachedPath& c = t_paths[(key * 0x9E3779B97F4A7C15ull) >> 58];
+  if (c.key == key) return c.id;
+  NameTable* table = name_table();
+  if (table == nullptr) return name;
+  std::string text = table->get(parent);
+  text += kRangePathSep;
+  text += table->get(name);
+  const uint32_t id = table->intern(text);
+  c = CachedPath{key, id};
+  return id;
+}
+
+OpenRange open(const char* name, uint32_t parent) {
+  if (!recording()) return OpenRange{0, 0, 0, 0};
+  const uint32_t id = name_id(name);
+  return OpenRange{id, path_id(parent, id), g_control.step.load(std::memory_order_relaxed), now_ticks()};
 }
 
 void close(const OpenRange& o) {
@@ -70,6 +99,7 @@ void close(const OpenRange& o) {
   r->start = o.start;
   r->end = end;
   r->name = o.name;
+  r->range = o.path;
   r->step = o.step;
   if (nvtx_ends_step(o.name)) end_step(*r);
   publish_standalone();
@@ -80,7 +110,10 @@ void close(const OpenRange& o) {
 void nvtx_push(const char* name) {
   try {
     const uint32_t d = t_depth++;
-    if (d < kMaxDepth) t_open[d] = open(name);
+    if (d < kMaxDepth) {
+      t_open[d] = open(name, t_state.range);
+      t_state.range = t_open[d].path;  // the calls inside are this range's
+    }
   } catch (...) {
   }
 }
@@ -89,6 +122,7 @@ void nvtx_pop() {
   if (t_depth == 0) return;  // a pop without its push: nothing to close
   const uint32_t d = --t_depth;
   if (d >= kMaxDepth) return;
+  t_state.range = d == 0 ? 0 : t_open[d - 1].path;
   try {
     close(t_open[d]);
   } catch (...) {
@@ -98,7 +132,7 @@ void nvtx_pop() {
 uint64_t nvtx_start(const char* name) {
   const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   try {
-    const OpenRange o = open(name);
+    const OpenRange o = open(name, 0);  // process ranges do not nest
     if (o.name != 0) {
       std::lock_guard<std::mutex> lock(g_process_mu);
       process_ranges().emplace(id, o);
@@ -111,7 +145,7 @@ uint64_t nvtx_start(const char* name) {
 void nvtx_end(uint64_t id) {
   if (!recording()) return;  // nothing was kept while not recording
   try {
-    OpenRange o{0, 0, 0};
+    OpenRange o{0, 0, 0, 0};
     {
       std::lock_guard<std::mutex> lock(g_process_mu);
       auto it = process_ranges().find(id);

@@ -25,6 +25,7 @@ struct ThreadState {
   uint32_t corr_first; // CUPTI correlation ids handed out during the outermost
   uint32_t corr_last;  // hook's call (device_tracing.cpp, join mode "callback")
   DroppedCall dropped; // the outermost hook's call, when its record was dropped (hook_scope.h)
+  uint32_t range;      // the innermost recorded NVTX range open here (Record::range), 0 = none
 };
 
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));

@@ -89,3 +89,47 @@ TEST_CASE("rows with dropped calls: averages over the recorded calls, and the fo
   CHECK(format_ranking_table({{"cuInit", 1, 10, 10, 10, 0, true, false, 0, 0}}, opt, footer)
             .find("Host times of rows") == std::string::npos);
 }
+
+TEST_CASE("regions: a tree under the table, each under its parent, siblings by total", "[table][golden]") {
+  std::vector<TableRow> rows = {{"k", 10, 0, 0, 0, 0, false, true, 100000},
+                                {"cuLaunchKernel", 10, 5000, 500, 500, 0, true, false, 0}};
+  // Given in no particular order; "lost/child" has no parent row.
+  std::vector<RegionRow> regions = {
+      {{"step", "mlp"}, 4, 4000, 4000, 60000, 60000},
+      {{"ProfilerStep"}, 4, 20000, 20000, 100000, 100000},
+      {{"step"}, 4, 12000, 2000, 100000, 10000},
+      {{"step", "attention"}, 4, 6000, 5000, 30000, 20000},
+      {{"step", "attention", "softmax"}, 4, 1000, 1000, 10000, 10000},
+      {{"lost", "child"}, 1, 100, 100, 0, 0},
+  };
+  TableOptions opt;
+  opt.sort = SortKey::DeviceTotal;
+  const std::string t = format_ranking_table(rows, opt, {}, regions);
+  std::string note;
+  CHECK(nbtest::matches_golden("ranking_table_regions.txt", t, note));
+  INFO(note);
+  const size_t block = t.find("Regions (NVTX ranges");
+  REQUIRE(block != std::string::npos);
+  // Depth first; siblings by device total: mlp (60 us) before attention (30 us).
+  const std::vector<std::string> order = {"\nProfilerStep ", "\nstep ", "\n  mlp ", "\n  attention ", "\n    softmax ",
+                                          "\n  child "};
+  size_t at = block;
+  for (const std::string& name : order) {
+    const size_t next = t.find(name, at);
+    INFO(name);
+    REQUIRE(next != std::string::npos);
+    at = next;
+  }
+  // Self Device % is of the table's device time (100 us): steps hold the
+  // ranges' work too, so the regions' selves may sum past 100%.
+  CHECK(t.find("   60.000us        60.00%") != std::string::npos);
+  // Sorted by host time instead: attention (6 us) before mlp (4 us).
+  opt.sort = SortKey::HostTotal;
+  const std::string h = format_ranking_table(rows, opt, {}, regions);
+  CHECK(h.find("\n  attention ") < h.find("\n  mlp "));
+  // --rows applies to the regions too.
+  opt.max_rows = 2;
+  const std::string two = format_ranking_table(rows, opt, {}, regions);
+  CHECK(two.find("(4 more regions not shown)") != std::string::npos);
+  CHECK(two.find("\n  mlp ") == std::string::npos);
+}

@@ -1,0 +1,149 @@
+// The program's regions as rows of the table (NVTX ranges by where they
+// nest, nb's steps): calls, host and device time, total and self, adding up
+// (a parent's total = its self + its children's totals), in a whole run's
+// table and in a window's, and the same again from `nbprof stats`.
+// test/programs/regions.cpp makes them.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "outputs.h"
+#include "test_support.h"
+
+namespace {
+
+struct Region {
+  uint64_t calls = 0, host_total = 0, host_self = 0, device_total = 0, device_self = 0;
+};
+
+// nbTable's regions, by path joined with '/'.
+std::map<std::string, Region> regions_of(const nlohmann::json& trace) {
+  std::map<std::string, Region> out;
+  for (const auto& r : trace["nbTable"].value("regions", nlohmann::json::array())) {
+    std::string key;
+    for (const auto& p : r["path"]) key += (key.empty() ? "" : "/") + p.get<std::string>();
+    out[key] = Region{r["calls"].get<uint64_t>(), r["hostTotalNs"].get<uint64_t>(), r["hostSelfNs"].get<uint64_t>(),
+                      r["deviceTotalNs"].get<uint64_t>(), r["deviceSelfNs"].get<uint64_t>()};
+  }
+  return out;
+}
+
+// Events of category `cat` named `name`: how many, and their durations
+// summed (ns, from the trace's µs with three decimals).
+struct Spans {
+  uint64_t count = 0, ns = 0;
+};
+Spans spans(const nlohmann::json& trace, const std::string& cat, const std::string& name) {
+  Spans s;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != cat || e.value("name", "") != name) continue;
+    ++s.count;
+    s.ns += static_cast<uint64_t>(e["dur"].get<double>() * 1000.0 + 0.5);
+  }
+  return s;
+}
+
+// Within a few ns a span (each time is converted on its own).
+bool near(uint64_t a, uint64_t b, uint64_t spans) { return (a > b ? a - b : b - a) <= 2 * spans + 2; }
+
+nbtest::RunResult run_regions(const nbtest::TempDir& dir, const std::vector<std::string>& args,
+                              const std::map<std::string, std::string>& env = {}) {
+  auto e = nbtest::shim_env(dir.file("out"));
+  e["NB_PRINT_TABLE"] = "0";
+  for (const auto& [k, v] : env) e[k] = v;
+  std::vector<std::string> argv{nbtest::program("regions")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return nbtest::run(argv, e, dir.path(), 60);
+}
+
+// The Regions block of a table's text.
+std::string regions_block(const std::string& table) {
+  const size_t at = table.find("Regions (NVTX ranges");
+  return at == std::string::npos ? std::string() : table.substr(at, table.find("\n---", table.find("\n---", table.find("\n---", at) + 1) + 1) - at);
+}
+
+}  // namespace
+
+TEST_CASE("regions: an NVTX range around 21 launches a step is a row with its calls, host and device time", "[regions]") {
+  nbtest::TempDir dir;
+  const auto r = run_regions(dir, {"6"});
+  REQUIRE(r.exit_code == 0);
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
+  const auto regions = regions_of(trace);
+  REQUIRE(regions.count("decode_step") == 1);
+  const Region& g = regions.at("decode_step");
+  CHECK(g.calls == 6);
+  // Its host time is its spans on the timeline; it holds no range: self = total.
+  const Spans host = spans(trace, "user_annotation", "decode_step");
+  CHECK(host.count == 6);
+  CHECK(near(g.host_total, host.ns, host.count));
+  CHECK(g.host_self == g.host_total);
+  // Its device time is all of its 126 launches' kernels, launched directly in it.
+  const Spans layer = spans(trace, "kernel", "layer");
+  CHECK(layer.count == 126);
+  CHECK(layer.ns > 0);
+  CHECK(g.device_total == layer.ns);
+  CHECK(g.device_self == layer.ns);
+  const std::string table = nbtest::read_file(dir.file("out.table.txt"));
+  CHECK(regions_block(table).find("\ndecode_step ") != std::string::npos);
+  // nbprof stats prints the same block from the trace.
+  const auto again = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--rows", "0"});
+  CHECK(regions_block(again.out) == regions_block(table));
+}
+
+TEST_CASE("regions: nested ranges add up, total = self + children, in the whole run and in a window", "[regions]") {
+  const auto check_nested = [](const nlohmann::json& trace, uint64_t steps) {
+    const auto regions = regions_of(trace);
+    REQUIRE(regions.count("outer") == 1);
+    REQUIRE(regions.count("outer/inner") == 1);
+    const Region& outer = regions.at("outer");
+    const Region& inner = regions.at("outer/inner");
+    CHECK(outer.calls == steps);
+    CHECK(inner.calls == steps);
+    // Device: "a" is launched in outer itself, "b" in inner.
+    const Spans a = spans(trace, "kernel", "a"), b = spans(trace, "kernel", "b");
+    CHECK(a.count == 5 * steps);
+    CHECK(b.count == 5 * steps);
+    CHECK(outer.device_self == a.ns);
+    CHECK(inner.device_self == b.ns);
+    CHECK(inner.device_total == b.ns);
+    CHECK(outer.device_total == outer.device_self + inner.device_total);
+    // Host: each the sum of its own spans; the parent's self is what its
+    // spans hold beyond its child's.
+    const Spans outer_spans = spans(trace, "user_annotation", "outer"), inner_spans = spans(trace, "user_annotation", "inner");
+    CHECK(near(outer.host_total, outer_spans.ns, steps));
+    CHECK(near(inner.host_total, inner_spans.ns, steps));
+    CHECK(inner.host_self == inner.host_total);
+    CHECK(outer.host_total == outer.host_self + inner.host_total);
+    CHECK(outer.host_self > 0);
+  };
+  SECTION("whole run") {
+    nbtest::TempDir dir;
+    REQUIRE(run_regions(dir, {"8", "nested"}).exit_code == 0);
+    const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
+    check_nested(trace, 8);
+    // The table shows the tree: inner under outer, indented.
+    const std::string block = regions_block(nbtest::read_file(dir.file("out.table.txt")));
+    const size_t outer_at = block.find("\nouter "), inner_at = block.find("\n  inner ");
+    CHECK(outer_at != std::string::npos);
+    CHECK(inner_at != std::string::npos);
+    CHECK(outer_at < inner_at);
+  }
+  SECTION("a window of 3 steps, cut at each end of \"outer\"") {
+    nbtest::TempDir dir;
+    REQUIRE(run_regions(dir, {"8", "nested"}, {{"NB_STEP", "nvtx:outer"}, {"NB_WAIT", "2"}, {"NB_ACTIVE", "3"}}).exit_code == 0);
+    const auto trace = nbtest::nbread("trace", dir.file("out.w1.trace.json.gz"));
+    check_nested(trace, 3);
+    // nb's steps are a row of their own: every step's span and its work.
+    const auto regions = regions_of(trace);
+    REQUIRE(regions.count("ProfilerStep") == 1);
+    const Region& steps = regions.at("ProfilerStep");
+    CHECK(steps.calls == 3);
+    CHECK(steps.device_total == regions.at("outer").device_total);
+    CHECK(steps.host_total >= regions.at("outer").host_total);
+    const auto again = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.w1"), "--rows", "0"});
+    CHECK(regions_block(again.out) == regions_block(nbtest::read_file(dir.file("out.w1.table.txt"))));
+  }
+}
