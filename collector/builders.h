@@ -49,6 +49,9 @@ struct OutputContext {
   double record_cost_ns = 0;               // nb's own cost per recorded call (estimate)
   bool debug_args = false;                 // NB_LOG=debug: extra args for diagnosing the join
   std::vector<formats::Stack> stacks;      // named stacks, index = StackTable id (NB_STACKS)
+  // Launches had stacks (NB_STACKS=launch or all): the device and host time
+  // by stack go to <prefix>.device.folded and <prefix>.host.folded.
+  bool folded = false;
   // A recording window (NB_ACTIVE, NB_TRIGGER): memory history entries and
   // memory curve points outside [window_from, window_to] (ticks) are left
   // out; the snapshot's segments are the state at the window's end.
@@ -84,6 +87,10 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
 uint64_t trace_base_ns(int64_t epoch_ns);
 formats::SnapshotData build_snapshot(const Session& s, const OutputContext& ctx);
 std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputContext& ctx);
+// Device time (and host time of the recorded calls) by the stack of the
+// call, as folded stacks (formats/folded_stacks.h) for a flame graph.
+std::string build_device_folded(const Session& s, const OutputContext& ctx);
+std::string build_host_folded(const Session& s, const OutputContext& ctx);
 // The program's regions (NVTX ranges by where they nest, nb's steps) with
 // their total and self times.
 std::vector<formats::RegionRow> build_region_rows(const Session& s, const OutputContext& ctx);

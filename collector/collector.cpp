@@ -82,6 +82,7 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
   context_.overwrite = options_.overwrite;
   context_.table_rows = options_.table_rows;
   context_.table_sort = sort_key(options_.table_sort);
+  context_.folded = options_.stacks == StackKinds::Launch || options_.stacks == StackKinds::All;
   context_.debug_args = options_.log <= LogLevel::Debug;
   context_.record_cost_ns = measure_record_cost_ns();
   if (!options_.device) context_.device_note = "NB_DEVICE=0";

@@ -37,8 +37,9 @@ struct CorrelationLink {
   uint32_t correlation = 0;
   uint32_t host_tid = 0;       // the call's thread and start (monotonic ns): the arrow's tail
   uint64_t host_start_ns = 0;
-  uint32_t host_range = 0;     // the call's NVTX range and step (Record::range, Record::step)
+  uint32_t host_range = 0;     // the call's NVTX range, step and stack (Record::range, step, stack)
   uint32_t host_step = 0;
+  uint32_t host_stack = 0;
 };
 
 // Where the call that made a piece of device work was (TraceBuilder::device).
@@ -46,6 +47,7 @@ struct CallOrigin {
   bool joined = false;
   uint32_t range = 0;  // Record::range
   uint32_t step = 0;   // Record::step
+  uint32_t stack = 0;  // Record::stack (a StackTable id), 0 = none
 };
 
 }  // namespace nb

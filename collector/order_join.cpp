@@ -27,6 +27,7 @@ OrderJoin::Host OrderJoin::Host::from(const Record& r, uint64_t start_ns, uint64
   h.bytes = r.bytes;
   h.range = r.range;
   h.step = r.step;
+  h.stack = r.stack;
   return h;
 }
 
@@ -314,7 +315,7 @@ OrderJoin::Link OrderJoin::take(size_t i, uint64_t id) {
 }
 
 OrderJoin::Link OrderJoin::link(const Host& h, uint64_t id) {
-  const Link l{true, h.id, h.window, h.tid, h.start_ns, h.range, h.step};
+  const Link l{true, h.id, h.window, h.tid, h.start_ns, h.range, h.step, h.stack};
   remember(id, Linked{l, h.start_ns, h.end_ns});
   ++counts_.joined;
   return l;

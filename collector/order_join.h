@@ -62,8 +62,9 @@ class OrderJoin {
     uint32_t grid[3] = {0, 0, 0};
     uint32_t block[3] = {0, 0, 0};
     uint64_t bytes = 0;
-    uint32_t range = 0;   // Record::range and Record::step, for the regions' device time
+    uint32_t range = 0;   // Record::range, step and stack: where the device time goes
     uint32_t step = 0;
+    uint32_t stack = 0;
     static Host from(const Record& r, uint64_t start_ns, uint64_t end_ns, uint64_t window);
   };
   struct Link {
@@ -72,8 +73,9 @@ class OrderJoin {
     uint64_t window = 0;
     uint32_t host_tid = 0;        // where and when the call began (monotonic ns)
     uint64_t host_start_ns = 0;
-    uint32_t host_range = 0;      // the call's NVTX range and step (Record::range, Record::step)
+    uint32_t host_range = 0;      // the call's NVTX range, step and stack (Record::range, step, stack)
     uint32_t host_step = 0;
+    uint32_t host_stack = 0;
   };
   struct Config {
     uint64_t hold_ns = 500000000;    // how long a missing id holds back the ids after it

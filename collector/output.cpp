@@ -74,6 +74,10 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   }
   const std::string full = formats::format_ranking_table(rows, opt, footer, regions);
   write(ctx.prefix + ".table.txt", [&](std::ostream& os) { os << full; });
+  if (ctx.folded) {
+    write(ctx.prefix + ".device.folded", [&](std::ostream& os) { os << build_device_folded(s, ctx); });
+    write(ctx.prefix + ".host.folded", [&](std::ostream& os) { os << build_host_folded(s, ctx); });
+  }
   opt.max_rows = ctx.table_rows;
   res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer, regions) : full;
   return res;

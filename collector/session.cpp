@@ -44,12 +44,14 @@ Session::Session(const SessionLimits& limits, EventSink* sink, const TraceSetup&
       own_names_(names ? nullptr : std::make_unique<TraceNames>(nullptr)),
       builder_(std::make_unique<TraceBuilder>(setup, names ? *names : *own_names_, sink ? *sink : g_no_events)) {
   if (own_feed_) feed_->on_point([this](const MemoryPoint& p) { memory_point(p); });
-  builder_->on_joined([this](const DeviceRecord& d, const CallOrigin& o) { joined(d, o); });
+  builder_->on_device([this](const DeviceRecord& d, const CallOrigin& o) { placed(d, o); });
 }
 
-void Session::joined(const DeviceRecord& d, const CallOrigin& o) {
+void Session::placed(const DeviceRecord& d, const CallOrigin& o) {
   const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
   sum_valid_ = false;
+  cur_.device_by_stack[uint64_t(o.joined ? o.stack : 0) << 32 | d.name] += dur;
+  if (!o.joined) return;
   if (o.range != 0) cur_.regions[o.range].device_self += dur;
   if (o.step < steps_ended_) {
     cur_.steps.device_self += dur;
@@ -80,6 +82,7 @@ void Session::consume(const Record& r) {
   if (r.result != 0) ++s.errors;
   cur_.first = std::min(cur_.first, r.start);
   cur_.last = std::max(cur_.last, r.end);
+  if (r.stack != 0) cur_.host_by_stack[uint64_t(r.stack) << 32 | r.api] += dur;
   builder_->host(r);
   if (own_feed_) feed_->consume(r);
 }
@@ -171,6 +174,8 @@ void Tally::add(const Tally& o) {
   }
   for (const auto& [path, b] : o.regions) regions[path].add(b);
   steps.add(o.steps);
+  for (const auto& [k, v] : o.device_by_stack) device_by_stack[k] += v;
+  for (const auto& [k, v] : o.host_by_stack) host_by_stack[k] += v;
   for (const auto& [name, b] : o.device) {
     DeviceStats& a = device[name];
     a.kind = b.kind;

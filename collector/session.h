@@ -95,6 +95,10 @@ struct Tally {
   std::unordered_map<uint32_t, DeviceStats> device;  // by the record's name id
   std::unordered_map<uint32_t, RegionStats> regions;  // by range path (name id)
   RegionStats steps;  // ProfilerStep: the steps' spans and the work launched in them
+  // For the flame graphs: device ns by (the launch's stack << 32 | the
+  // work's name id), stack 0 = none or not joined; host ticks of calls
+  // with a stack by (stack << 32 | ApiId).
+  std::unordered_map<uint64_t, uint64_t> device_by_stack, host_by_stack;
   uint64_t consumed = 0, device_consumed = 0;
   uint64_t first = UINT64_MAX, last = 0;  // earliest start, latest end of the calls (ticks)
   uint64_t since_ns = 0;                  // monotonic, when its first record came (slices)
@@ -168,6 +172,8 @@ class Session {
   // By range path (a NameTable id whose text is the path, kRangePathSep).
   const std::unordered_map<uint32_t, RegionStats>& region_stats() const { return tally().regions; }
   const RegionStats& step_stats() const { return tally().steps; }
+  const std::unordered_map<uint64_t, uint64_t>& device_by_stack() const { return tally().device_by_stack; }
+  const std::unordered_map<uint64_t, uint64_t>& host_by_stack() const { return tally().host_by_stack; }
   uint64_t device_consumed() const { return tally().device_consumed; }
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
   uint64_t consumed() const { return tally().consumed; }
@@ -197,7 +203,7 @@ class Session {
   std::map<uint32_t, std::string> threads_;
   // Device time of work whose call began in a step not ended yet, by step:
   // it counts as the steps' once that step ends.
-  void joined(const DeviceRecord& d, const CallOrigin& o);
+  void placed(const DeviceRecord& d, const CallOrigin& o);
   uint64_t steps_ended_ = 0;  // steps 0 .. steps_ended_ - 1 have ended
   std::map<uint32_t, uint64_t> step_device_waiting_;
 };

@@ -112,8 +112,8 @@ void TraceBuilder::host(const Record& r) {
     // The call's ids, read by CUPTI's callback during the call (the outer
     // and the inner API's): its device records carry one of them.
     const uint32_t other = r.corr_last != r.corr_first ? r.corr_last : 0;
-    by_corr_[r.corr_first] = CallRef{r.tid, time_.mono_ns(r.start), r.id, false, other, r.range, r.step};
-    if (other != 0) by_corr_[other] = CallRef{r.tid, time_.mono_ns(r.start), r.id, false, 0, r.range, r.step};
+    by_corr_[r.corr_first] = CallRef{r.tid, time_.mono_ns(r.start), r.id, false, other, r.range, r.step, r.stack};
+    if (other != 0) by_corr_[other] = CallRef{r.tid, time_.mono_ns(r.start), r.id, false, 0, r.range, r.step, r.stack};
     corr_order_.emplace_back(now_ns_, r.corr_first);
   }
   if (work && holding_) {
@@ -275,7 +275,7 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     host_id = link->host_id;
     host_tid = link->host_tid;
     host_start_ns = link->host_start_ns;
-    origin = CallOrigin{true, link->host_range, link->host_step};
+    origin = CallOrigin{true, link->host_range, link->host_step, link->host_stack};
   } else if (setup_.join_mode == CuptiJoin::Callback) {
     auto it = by_corr_.find(d.correlation);
     if (it != by_corr_.end()) {
@@ -284,7 +284,7 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
       host_tid = it->second.tid;
       host_start_ns = it->second.start_ns;
       it->second.joined = true;
-      origin = CallOrigin{true, it->second.range, it->second.step};
+      origin = CallOrigin{true, it->second.range, it->second.step, it->second.stack};
     } else if (!retrying_now_) {
       // Its call may still be returning, or its ring not drained yet.
       if (retry_.size() >= setup_.max_held) {
@@ -367,7 +367,7 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
   streams_.insert({d.device, d.stream});
   gpus_.insert(d.device);
   emit_device(e);
-  if (origin.joined && on_joined_) on_joined_(d, origin);
+  if (on_device_) on_device_(d, origin);
 }
 
 void TraceBuilder::emit_device(formats::Event& e) {

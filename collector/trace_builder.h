@@ -98,9 +98,10 @@ class TraceBuilder {
   void host(const Record& r);
   // Device work, with the call it was joined to (order join), or none.
   void device(const DeviceRecord& d, const CorrelationLink* link);
-  // Told of each piece of device work joined to its call (now or on a
-  // retry), with where the call was: the regions' device time.
-  void on_joined(std::function<void(const DeviceRecord&, const CallOrigin&)> f) { on_joined_ = std::move(f); }
+  // Told of each piece of device work once it is placed (now, or after
+  // waiting for its call), with where its call was (joined false: none
+  // known): the regions' and the stacks' device time.
+  void on_device(std::function<void(const DeviceRecord&, const CallOrigin&)> f) { on_device_ = std::move(f); }
   void nvtx(const Record& r);
   void step(uint64_t number, uint64_t start_ticks, uint64_t end_ticks, uint32_t tid);
   void memory_point(const MemoryPoint& p);
@@ -183,7 +184,7 @@ class TraceBuilder {
     uint64_t id;
     bool joined;
     uint32_t other;  // the call's second id (corr_last), 0 if none
-    uint32_t range, step;  // Record::range, Record::step
+    uint32_t range, step, stack;  // Record::range, step, stack
   };
   void forget_call(uint32_t correlation);
   std::pmr::unordered_map<uint32_t, CallRef> by_corr_{pool_.get()};
@@ -208,7 +209,7 @@ class TraceBuilder {
   std::unordered_map<uint32_t, std::deque<PendingRange>> ranges_;  // by thread, in end order
   uint64_t now_ns_ = 0;
   int64_t first_ns_ = INT64_MAX;
-  std::function<void(const DeviceRecord&, const CallOrigin&)> on_joined_;
+  std::function<void(const DeviceRecord&, const CallOrigin&)> on_device_;
 };
 
 }  // namespace nb

@@ -136,7 +136,7 @@ void Collector::note_for_join(const Record& r, uint64_t window) {
 }
 
 void Collector::deliver(const DeviceRecord& d, const OrderJoin::Link& l) {
-  const CorrelationLink link{l.host_id, d.correlation, l.host_tid, l.host_start_ns, l.host_range, l.host_step};
+  const CorrelationLink link{l.host_id, d.correlation, l.host_tid, l.host_start_ns, l.host_range, l.host_step, l.host_stack};
   if (!windowed_) {
     session_->consume(d, l.joined ? &link : nullptr);
     if (l.joined) ++device_got_;

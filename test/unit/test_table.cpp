@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "formats/folded_stacks.h"
 #include "formats/ranking_table.h"
 #include "test_support.h"
 
@@ -132,4 +133,21 @@ TEST_CASE("regions: a tree under the table, each under its parent, siblings by t
   const std::string two = format_ranking_table(rows, opt, {}, regions);
   CHECK(two.find("(4 more regions not shown)") != std::string::npos);
   CHECK(two.find("\n  mlp ") == std::string::npos);
+}
+
+TEST_CASE("folded stacks: one line per stack, outermost first, weights added, what a line cannot hold made visible",
+          "[table]") {
+  const std::vector<FoldedLine> lines = {
+      {{"main (a.cpp:3)", "step (b.py:9)", "k"}, 5},
+      {{"main (a.cpp:3)", "k"}, 7},
+      {{"main (a.cpp:3)", "step (b.py:9)", "k"}, 10},  // the first again
+      {{"odd;name\nhere", "k"}, 1},
+      {{"never ran"}, 0},
+  };
+  CHECK(format_folded(lines) ==
+        "main (a.cpp:3);k 7\n"
+        "main (a.cpp:3);step (b.py:9);k 15\n"
+        "odd:name here;k 1\n");
+  CHECK(folded_frame({"model.py", 12, "forward"}) == "forward (model.py:12)");
+  CHECK(folded_frame({"/usr/lib/libcuda.so.1", 0, "libcuda.so.1+0x1234"}) == "libcuda.so.1+0x1234 (/usr/lib/libcuda.so.1)");
 }
