@@ -27,12 +27,12 @@ std::string build_device_folded(const Session& s, const OutputContext& ctx) {
   // Each piece of work under the stack of the call that launched it, its
   // name the leaf; weights in device ns, summing to the table's device time.
   std::vector<formats::FoldedLine> lines;
-  for (const auto& [key, ns] : s.device_by_stack()) {
+  for (const auto& [key, t] : s.device_by_stack()) {
     const uint32_t stack = static_cast<uint32_t>(key >> 32), name = static_cast<uint32_t>(key);
     formats::FoldedLine l;
     l.frames = frames_of(stack, ctx, "[no stack]");
     l.frames.push_back(name < ctx.kernel_names.size() && !ctx.kernel_names[name].empty() ? ctx.kernel_names[name] : "?");
-    l.weight = ns;
+    l.weight = t.time;
     lines.push_back(std::move(l));
   }
   return formats::format_folded(lines);
@@ -44,7 +44,8 @@ std::string build_host_folded(const Session& s, const OutputContext& ctx) {
   // "[no stack]").
   std::vector<formats::FoldedLine> lines;
   std::vector<uint64_t> stacked(kApiCount, 0);
-  for (const auto& [key, ticks] : s.host_by_stack()) {
+  for (const auto& [key, t] : s.host_by_stack()) {
+    const uint64_t ticks = t.time;
     const uint32_t stack = static_cast<uint32_t>(key >> 32);
     const uint16_t api = static_cast<uint16_t>(key);
     if (api >= kApiCount) continue;

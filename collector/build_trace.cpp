@@ -91,8 +91,11 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
   add_run_summary(s, ctx, t);
   t.trace_name = ctx.prefix + ".trace.json";
   // The ranking table as write_outputs prints it, as data ("nbTable"): `nbprof stats`.
-  t.table = {build_table_rows(s, ctx), build_region_rows(s, ctx), {ctx.table_sort, ctx.table_rows, table_title(ctx)},
-             build_table_footer(s, ctx, tl.stats())};
+  t.table.rows = build_table_rows(s, ctx);
+  t.table.regions = build_region_rows(s, ctx);
+  if (ctx.folded) t.table.sources = build_source_rows(s, ctx);
+  t.table.options = {ctx.table_sort, ctx.table_rows, table_title(ctx)};
+  t.table.footer = build_table_footer(s, ctx, tl.stats());
   return t;
 }
 

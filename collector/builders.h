@@ -91,6 +91,9 @@ std::vector<formats::TableRow> build_table_rows(const Session& s, const OutputCo
 // call, as folded stacks (formats/folded_stacks.h) for a flame graph.
 std::string build_device_folded(const Session& s, const OutputContext& ctx);
 std::string build_host_folded(const Session& s, const OutputContext& ctx);
+// Source locations by the device time of the work launched there (the
+// user frames of the launch's stack: user_frames.h's rules).
+std::vector<formats::SourceRow> build_source_rows(const Session& s, const OutputContext& ctx);
 // The program's regions (NVTX ranges by where they nest, nb's steps) with
 // their total and self times.
 std::vector<formats::RegionRow> build_region_rows(const Session& s, const OutputContext& ctx);

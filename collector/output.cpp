@@ -75,6 +75,12 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   const std::string full = formats::format_ranking_table(rows, opt, footer, regions);
   write(ctx.prefix + ".table.txt", [&](std::ostream& os) { os << full; });
   if (ctx.folded) {
+    uint64_t device_sum = 0;
+    for (const formats::TableRow& r : rows) device_sum += r.device_total_ns;
+    formats::TableOptions all = opt;
+    all.max_rows = 0;
+    write(ctx.prefix + ".source.txt",
+          [&](std::ostream& os) { os << formats::format_source_table(build_source_rows(s, ctx), all, device_sum); });
     write(ctx.prefix + ".device.folded", [&](std::ostream& os) { os << build_device_folded(s, ctx); });
     write(ctx.prefix + ".host.folded", [&](std::ostream& os) { os << build_host_folded(s, ctx); });
   }

@@ -50,7 +50,9 @@ Session::Session(const SessionLimits& limits, EventSink* sink, const TraceSetup&
 void Session::placed(const DeviceRecord& d, const CallOrigin& o) {
   const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
   sum_valid_ = false;
-  cur_.device_by_stack[uint64_t(o.joined ? o.stack : 0) << 32 | d.name] += dur;
+  Tally::StackTime& t = cur_.device_by_stack[uint64_t(o.joined ? o.stack : 0) << 32 | d.name];
+  t.time += dur;
+  ++t.calls;
   if (!o.joined) return;
   if (o.range != 0) cur_.regions[o.range].device_self += dur;
   if (o.step < steps_ended_) {
@@ -82,7 +84,11 @@ void Session::consume(const Record& r) {
   if (r.result != 0) ++s.errors;
   cur_.first = std::min(cur_.first, r.start);
   cur_.last = std::max(cur_.last, r.end);
-  if (r.stack != 0) cur_.host_by_stack[uint64_t(r.stack) << 32 | r.api] += dur;
+  if (r.stack != 0) {
+    Tally::StackTime& t = cur_.host_by_stack[uint64_t(r.stack) << 32 | r.api];
+    t.time += dur;
+    ++t.calls;
+  }
   builder_->host(r);
   if (own_feed_) feed_->consume(r);
 }
@@ -174,8 +180,14 @@ void Tally::add(const Tally& o) {
   }
   for (const auto& [path, b] : o.regions) regions[path].add(b);
   steps.add(o.steps);
-  for (const auto& [k, v] : o.device_by_stack) device_by_stack[k] += v;
-  for (const auto& [k, v] : o.host_by_stack) host_by_stack[k] += v;
+  for (const auto& [k, v] : o.device_by_stack) {
+    device_by_stack[k].time += v.time;
+    device_by_stack[k].calls += v.calls;
+  }
+  for (const auto& [k, v] : o.host_by_stack) {
+    host_by_stack[k].time += v.time;
+    host_by_stack[k].calls += v.calls;
+  }
   for (const auto& [name, b] : o.device) {
     DeviceStats& a = device[name];
     a.kind = b.kind;

@@ -98,7 +98,10 @@ struct Tally {
   // For the flame graphs: device ns by (the launch's stack << 32 | the
   // work's name id), stack 0 = none or not joined; host ticks of calls
   // with a stack by (stack << 32 | ApiId).
-  std::unordered_map<uint64_t, uint64_t> device_by_stack, host_by_stack;
+  struct StackTime {
+    uint64_t time = 0, calls = 0;
+  };
+  std::unordered_map<uint64_t, StackTime> device_by_stack, host_by_stack;
   uint64_t consumed = 0, device_consumed = 0;
   uint64_t first = UINT64_MAX, last = 0;  // earliest start, latest end of the calls (ticks)
   uint64_t since_ns = 0;                  // monotonic, when its first record came (slices)
@@ -172,8 +175,8 @@ class Session {
   // By range path (a NameTable id whose text is the path, kRangePathSep).
   const std::unordered_map<uint32_t, RegionStats>& region_stats() const { return tally().regions; }
   const RegionStats& step_stats() const { return tally().steps; }
-  const std::unordered_map<uint64_t, uint64_t>& device_by_stack() const { return tally().device_by_stack; }
-  const std::unordered_map<uint64_t, uint64_t>& host_by_stack() const { return tally().host_by_stack; }
+  const std::unordered_map<uint64_t, Tally::StackTime>& device_by_stack() const { return tally().device_by_stack; }
+  const std::unordered_map<uint64_t, Tally::StackTime>& host_by_stack() const { return tally().host_by_stack; }
   uint64_t device_consumed() const { return tally().device_consumed; }
   const std::map<uint32_t, std::string>& threads() const { return threads_; }
   uint64_t consumed() const { return tally().consumed; }

@@ -263,6 +263,21 @@ void append_table(std::string& out, const RankingTable& t) {
     }
     out += "\n    ],\n";
   }
+  if (!t.sources.empty()) {
+    out += "    \"sources\": [";
+    for (size_t i = 0; i < t.sources.size(); ++i) {
+      const SourceRow& r = t.sources[i];
+      out += i ? ",\n      " : "\n      ";
+      out += "{\"location\": ";
+      append_string(out, r.location);
+      out += ", \"calls\": "; append_uint(out, r.calls);
+      out += ", \"totalCalls\": "; append_uint(out, r.total_calls);
+      out += ", \"deviceSelfNs\": "; append_uint(out, r.device_self_ns);
+      out += ", \"deviceTotalNs\": "; append_uint(out, r.device_total_ns);
+      out += "}";
+    }
+    out += "\n    ],\n";
+  }
   out += "    \"footer\": {\"records\": ";
   append_uint(out, t.footer.records);
   out += ", \"dropped\": ";

@@ -17,6 +17,8 @@
 //     "regions": [{"path": ["outer", "inner"], "calls", "hostTotalNs",
 //                  "hostSelfNs", "deviceTotalNs", "deviceSelfNs"}, ...],
 //                                    only when the run had NVTX ranges or steps
+//     "sources": [{"location", "calls", "totalCalls", "deviceSelfNs",
+//                  "deviceTotalNs"}, ...],   only with launch stacks
 //     "footer": {"records", "dropped", "notes": [line, ...]}
 //   }
 //

@@ -175,6 +175,60 @@ std::string format_regions(const std::vector<RegionRow>& regions, const TableOpt
 
 }  // namespace
 
+std::string format_source_table(std::vector<SourceRow> rows, const TableOptions& opt, uint64_t device_sum) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const SourceRow& a, const SourceRow& b) {
+    if (opt.sort == SortKey::Name) return a.location < b.location;
+    if (opt.sort == SortKey::Calls && a.calls != b.calls) return a.calls > b.calls;
+    if (a.device_self_ns != b.device_self_ns) return a.device_self_ns > b.device_self_ns;
+    if (a.device_total_ns != b.device_total_ns) return a.device_total_ns > b.device_total_ns;
+    return a.location < b.location;
+  });
+  const std::vector<std::string> headers = {"Self Device", "Self Device %", "Device Total", "Total Device %",
+                                            "# of Calls", "Calls Total"};
+  constexpr size_t kLocationWidth = 80;
+  std::string rule(kLocationWidth, '-');
+  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
+  rule += '\n';
+  std::string out;
+  if (!opt.title.empty()) {
+    append_valid_utf8(out, opt.title);
+    out += '\n';
+  }
+  out += "Source locations by the device time of the work launched there (Self: the innermost user frame of the "
+         "launch's stack; Total: anywhere in it)\n";
+  out += rule;
+  pad_right(out, "Location", kLocationWidth);
+  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
+  out += '\n';
+  out += rule;
+  const size_t shown = opt.max_rows && opt.max_rows < rows.size() ? opt.max_rows : rows.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const SourceRow& r = rows[i];
+    std::string loc;
+    append_valid_utf8(loc, r.location);
+    for (char& c : loc) if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    if (display_width(loc) > kLocationWidth) {
+      // The end says the most (file, line, function): cut from the front,
+      // on a character's first byte.
+      size_t from = loc.size() - (kLocationWidth - 3);
+      while (from < loc.size() && (static_cast<unsigned char>(loc[from]) & 0xC0) == 0x80) ++from;
+      loc = "..." + loc.substr(from);
+    }
+    pad_right(out, loc, kLocationWidth);
+    for (const std::string& c : {format_duration_ns(r.device_self_ns), percent(r.device_self_ns, device_sum),
+                                 format_duration_ns(r.device_total_ns), percent(r.device_total_ns, device_sum),
+                                 std::to_string(r.calls), std::to_string(r.total_calls)}) {
+      out += "  ";
+      pad_left(out, c, kColWidth);
+    }
+    out += '\n';
+  }
+  out += rule;
+  if (shown < rows.size()) out += "(" + std::to_string(rows.size() - shown) + " more locations not shown)\n";
+  out += "Device time total: " + format_duration_ns(device_sum) + '\n';
+  return out;
+}
+
 const char* sort_key_name(SortKey key) {
   switch (key) {
     case SortKey::DeviceTotal: return "device";

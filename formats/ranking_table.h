@@ -36,6 +36,17 @@ struct RegionRow {
   uint64_t device_self_ns = 0;
 };
 
+// A source location of the program (`nbprof stats --by source`): the
+// device work whose launch's innermost user frame it is (self), and whose
+// launch stack holds it anywhere (total).
+struct SourceRow {
+  std::string location;  // "file.py:12 forward", or "function (file.cpp:34)"
+  uint64_t calls = 0;    // pieces of device work launched from here (self)
+  uint64_t device_self_ns = 0;
+  uint64_t device_total_ns = 0;
+  uint64_t total_calls = 0;  // pieces of device work with it anywhere in their stack
+};
+
 enum class SortKey { HostTotal, DeviceTotal, Calls, Name };
 
 struct TableOptions {
@@ -59,9 +70,15 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
 struct RankingTable {
   std::vector<TableRow> rows;
   std::vector<RegionRow> regions;
+  std::vector<SourceRow> sources;  // with launch stacks only
   TableOptions options;
   TableFooter footer;
 };
+
+// The source locations, by device self time (or the sort's key: device and
+// host both mean device self here; calls; name), with their share of the
+// device time `device_sum`.
+std::string format_source_table(std::vector<SourceRow> rows, const TableOptions& options, uint64_t device_sum);
 
 // NB_TABLE_SORT's words: "device", "host", "calls", "name".
 const char* sort_key_name(SortKey key);

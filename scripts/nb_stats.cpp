@@ -31,7 +31,7 @@ namespace {
 using nlohmann::json;
 using nb::formats::SortKey;
 
-constexpr const char* kUsage = "usage: nbprof stats RUN [--sort device|host|calls|name] [--rows N]";
+constexpr const char* kUsage = "usage: nbprof stats RUN [--sort device|host|calls|name] [--rows N] [--by source]";
 
 [[noreturn]] void fail(const std::string& message) {
   std::fprintf(stderr, "nbprof stats: %s\n", message.c_str());
@@ -203,6 +203,17 @@ nb::formats::RankingTable to_table(const json& j) {
       t.regions.push_back(std::move(row));
     }
   }
+  if (j.contains("sources")) {
+    for (const json& r : j.at("sources")) {
+      nb::formats::SourceRow row;
+      row.location = r.at("location").get<std::string>();
+      row.calls = number(r, "calls");
+      row.total_calls = number(r, "totalCalls");
+      row.device_self_ns = number(r, "deviceSelfNs");
+      row.device_total_ns = number(r, "deviceTotalNs");
+      t.sources.push_back(std::move(row));
+    }
+  }
   const json& f = j.at("footer");
   t.footer.records = number(f, "records");
   t.footer.dropped = number(f, "dropped");
@@ -216,6 +227,7 @@ int main(int argc, char** argv) {
   std::string run;
   std::string sort;
   std::string rows;
+  std::string by;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto take = [&](const char* name, std::string& into) {
@@ -231,17 +243,21 @@ int main(int argc, char** argv) {
       std::printf("%s\n\nPrints the ranking table a run printed, again, from its trace. RUN is the\n"
                   "output prefix (nb-demo: nb-demo.trace.json.gz; a window: nb-demo.w1) or the\n"
                   "trace's path. --sort and --rows default to the run's own (NB_TABLE_SORT,\n"
-                  "NB_TABLE_ROWS); --rows 0 prints every row, as PREFIX.table.txt has them.\n",
+                  "NB_TABLE_ROWS); --rows 0 prints every row, as PREFIX.table.txt has them.\n"
+                  "--by source ranks the source lines that launched device work instead (a run\n"
+                  "with launch stacks: NB_STACKS=launch or all), as PREFIX.source.txt has them.\n",
                   kUsage);
       return 0;
     }
     if (a == "--sort" || a.rfind("--sort=", 0) == 0) take("--sort", sort);
     else if (a == "--rows" || a.rfind("--rows=", 0) == 0) take("--rows", rows);
+    else if (a == "--by" || a.rfind("--by=", 0) == 0) take("--by", by);
     else if (a.size() > 1 && a[0] == '-') fail("unknown option " + a + " (" + kUsage + ")");
     else if (run.empty()) run = a;
     else fail("unexpected argument '" + a + "' (" + kUsage + ")");
   }
   if (run.empty()) fail(std::string("which run? (") + kUsage + ")");
+  if (!by.empty() && by != "source") fail("--by takes 'source', not '" + by + "'");
 
   SortKey sort_key{};
   if (!sort.empty() && !nb::formats::sort_key_from_name(sort, sort_key)) {
@@ -278,7 +294,18 @@ int main(int argc, char** argv) {
   }
   if (!sort.empty()) table.options.sort = sort_key;
   if (!rows.empty()) table.options.max_rows = max_rows;
-  const std::string text = nb::formats::format_ranking_table(table.rows, table.options, table.footer, table.regions);
+  std::string text;
+  if (by == "source") {
+    if (table.sources.empty()) {
+      fail(path + " has no source locations: its run took no launch stacks (record it with NB_STACKS=launch or all)");
+    }
+    uint64_t device_sum = 0;
+    for (const auto& r : table.rows) device_sum += r.device_total_ns;
+    if (rows.empty()) table.options.max_rows = 0;  // the file's rows, unless --rows says
+    text = nb::formats::format_source_table(table.sources, table.options, device_sum);
+  } else {
+    text = nb::formats::format_ranking_table(table.rows, table.options, table.footer, table.regions);
+  }
   std::fwrite(text.data(), 1, text.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -87,7 +87,10 @@ the run printed, with the same rows and figures. \fIRUN\fR is the output
 prefix (\fIRUN\fR.trace.json.gz; a window's is \fIPREFIX\fR.w1) or the trace's
 path. \fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR and
 \fB\-\-rows\fR \fIN\fR change the order and the number of rows (default: the
-run's own; 0: every row, as \fIPREFIX\fR.table.txt has them).
+run's own; 0: every row, as \fIPREFIX\fR.table.txt has them), the regions'
+too. \fB\-\-by source\fR prints the source lines that launched device work
+instead, by the device time of that work (a run with launch stacks,
+\fBNB_STACKS=launch\fR or \fBall\fR; as \fIPREFIX\fR.source.txt has them).
 .TP
 \fBreport\fR \fIRUN\fR
 Says what a finished run's device memory did, from its snapshot and trace:

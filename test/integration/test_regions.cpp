@@ -192,3 +192,74 @@ TEST_CASE("folded stacks: with launch stacks, device time by the launching stack
   CHECK_FALSE(nbtest::file_exists(plain.file("out.device.folded")));
   CHECK_FALSE(nbtest::file_exists(plain.file("out.host.folded")));
 }
+
+namespace {
+// The line of `marker` in test/programs/`file` (1-based), 0 if absent.
+int marked_line(const std::string& file, const std::string& marker) {
+  const std::string text = nbtest::read_file(std::string(NB_SOURCE_DIR) + "/test/programs/" + file);
+  int n = 1;
+  size_t at = 0;
+  for (;;) {
+    const size_t end = text.find('\n', at);
+    if (text.substr(at, end == std::string::npos ? std::string::npos : end - at).find(marker) != std::string::npos) return n;
+    if (end == std::string::npos) return 0;
+    at = end + 1;
+    ++n;
+  }
+}
+}  // namespace
+
+TEST_CASE("source lines: Python lines that launch, by the device time of their work, self and total", "[regions][python]") {
+  nbtest::TempDir dir;
+  auto env = nbtest::shim_env(dir.file("out"));
+  env["NB_STACKS"] = "launch";
+  env["NB_PRINT_TABLE"] = "0";
+  const auto run =
+      nbtest::run({NB_PYTHON3, std::string(NB_SOURCE_DIR) + "/test/programs/py_launch.py", "10"}, env, dir.path(), 60);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
+  const std::string script = "py_launch.py";
+  const int attention = marked_line(script, "# @attention"), mlp = marked_line(script, "# @mlp"),
+            step_attention = marked_line(script, "# @step_attention");
+  REQUIRE(attention > 0);
+  std::map<std::string, nlohmann::json> by_location;
+  for (const auto& r : trace["nbTable"]["sources"]) by_location[r["location"].get<std::string>()] = r;
+  const auto find = [&](int line, const std::string& function) -> nlohmann::json {
+    const std::string tail = script + ":" + std::to_string(line) + " " + function;
+    for (const auto& [loc, r] : by_location) {
+      if (loc.size() >= tail.size() && loc.compare(loc.size() - tail.size(), tail.size(), tail) == 0) return r;
+    }
+    return nullptr;
+  };
+  const auto a = find(attention, "attention"), m = find(mlp, "mlp"), s = find(step_attention, "step");
+  REQUIRE(!a.is_null());
+  REQUIRE(!m.is_null());
+  REQUIRE(!s.is_null());
+  // 30 launches from attention's line, 10 from mlp's: their device time in
+  // that ratio, all of it self; the caller's line holds attention's as total.
+  CHECK(a["calls"] == 30);
+  CHECK(m["calls"] == 10);
+  const uint64_t kernel_ns = spans(trace, "kernel", "py_kernel").ns;
+  CHECK(a["deviceSelfNs"].get<uint64_t>() + m["deviceSelfNs"].get<uint64_t>() == kernel_ns);
+  CHECK(a["deviceSelfNs"].get<uint64_t>() == 3 * m["deviceSelfNs"].get<uint64_t>());
+  CHECK(a["deviceTotalNs"] == a["deviceSelfNs"]);
+  CHECK(s["deviceSelfNs"] == 0);
+  CHECK(s["deviceTotalNs"] == a["deviceSelfNs"]);
+  // The same table beside the run and from nbprof stats --by source.
+  const std::string file = nbtest::read_file(dir.file("out.source.txt"));
+  CHECK(file.find(script + ":" + std::to_string(attention) + " attention") != std::string::npos);
+  const auto again = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out"), "--by", "source"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out == file);
+  // The folded file's weights sum to the table's device time.
+  const std::string folded = nbtest::read_file(dir.file("out.device.folded"));
+  uint64_t sum = 0;
+  for (size_t at = 0; at < folded.size();) {
+    const size_t end = folded.find('\n', at);
+    const std::string line = folded.substr(at, end - at);
+    sum += std::stoull(line.substr(line.rfind(' ') + 1));
+    at = end + 1;
+  }
+  CHECK(sum == kernel_ns);
+}
