@@ -14,12 +14,14 @@ Programs:
         time of the busiest threads, the cgroup's throttling, page faults and
         the main thread's context switches; with 'phases' the wall and
         main-thread CPU time of each phase (imports, model, warm-up, loops)
-  steps OUTDIR nb|torch|window [--steps 8]
+  steps OUTDIR nb|torch|torch-stacks|window [--steps 8]
         4 warm-up steps, then STEPS steps each ending in a synchronize; their
         wall-clock windows (epoch ns) go to OUTDIR/<who>.steps.json; with
         'torch' under torch.profiler (CUDA activity), whose trace goes to
         OUTDIR/torch.trace.json (and .json.gz, torch's own gzip export);
-        with 'window' inside cudaProfilerStart/Stop (nb's window for
+        with 'torch-stacks' under torch.profiler (CPU + CUDA, with_stack),
+        its export_stacks of self CUDA time to OUTDIR/torch.stacks; with
+        'window' inside cudaProfilerStart/Stop (nb's window for
         NB_STEP=profiler-api: the same steps, recorded alone)
   seed STEPS [--nvtx] [--pause S]
         the loop as a program nb must cut into steps itself: no warm-up, no
@@ -200,6 +202,13 @@ def program_steps(args):
         import shutil
         with gzip.open(f"{out}/torch.trace.json.gz", "rb") as src, open(f"{out}/torch.trace.json", "wb") as dst:
             shutil.copyfileobj(src, dst)
+    elif who == "torch-stacks":
+        # torch.profiler's own answer to "which line costs the GPU": Python
+        # stacks on every op, exported as folded stacks of self CUDA time.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
+            run()
+        prof.export_stacks(f"{out}/torch.stacks", "self_cuda_time_total")
     elif who == "window":
         torch.cuda.profiler.start()
         run()
