@@ -59,7 +59,8 @@ std::vector<formats::RegionRow> build_region_rows(const Session& s, const Output
   // open at the end, or whose record was dropped, has no calls).
   std::map<std::vector<std::string>, Node> nodes;
   for (const auto& [id, st] : s.region_stats()) {
-    const std::string text = id < ctx.kernel_names.size() ? ctx.kernel_names[id] : "?";
+    const std::string text = id == kOtherRegions ? std::string("(more ranges than nb keeps apart)")
+                             : id < ctx.kernel_names.size() ? ctx.kernel_names[id] : "?";
     std::vector<std::string> path;
     for (size_t at = 0;;) {
       const size_t sep = text.find(kRangePathSep, at);

@@ -54,7 +54,10 @@ void Session::placed(const DeviceRecord& d, const CallOrigin& o) {
   t.time += dur;
   ++t.calls;
   if (!o.joined) return;
-  if (o.range != 0) cur_.regions[o.range].device_self += dur;
+  if (o.range != 0) {
+    const uint32_t key = cur_.regions.size() >= kMaxRegions && !cur_.regions.count(o.range) ? kOtherRegions : o.range;
+    cur_.regions[key].device_self += dur;
+  }
   if (o.step < steps_ended_) {
     cur_.steps.device_self += dur;
   } else if (step_device_waiting_.size() < 4096 || step_device_waiting_.count(o.step)) {
@@ -65,7 +68,11 @@ void Session::placed(const DeviceRecord& d, const CallOrigin& o) {
 void Session::consume(const Record& r) {
   if (r.kind == Kind::Nvtx) {
     // A range the program annotated, not a CUDA call: a region's row.
-    RegionStats& g = cur_.regions[r.range != 0 ? r.range : r.name];
+    uint32_t key = r.range != 0 ? r.range : r.name;
+    // Programs that put ids in range names make a new name each time: past
+    // a bound, the rest share one row.
+    if (cur_.regions.size() >= kMaxRegions && !cur_.regions.count(key)) key = kOtherRegions;
+    RegionStats& g = cur_.regions[key];
     ++g.calls;
     g.host += r.end >= r.start ? r.end - r.start : 0;
     sum_valid_ = false;

@@ -90,6 +90,10 @@ struct RegionStats {
   }
 };
 
+// Distinct regions a tally keeps; the rest are one row, kOtherRegions.
+constexpr size_t kMaxRegions = 4096;
+constexpr uint32_t kOtherRegions = UINT32_MAX;
+
 struct Tally {
   std::array<ApiStats, kApiCount> api{};  // by ApiId
   std::unordered_map<uint32_t, DeviceStats> device;  // by the record's name id

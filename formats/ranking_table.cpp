@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "formats/text_encoding.h"
 
@@ -91,31 +93,24 @@ std::vector<const RegionRow*> region_order(const std::vector<RegionRow>& regions
   };
   std::stable_sort(sorted.begin(), sorted.end(), before);
   // Depth first from the roots, children in the sorted order. A region
-  // whose parent is not a row (never recorded) stands as a root.
+  // whose parent is not a row stands as a root.
+  std::map<std::vector<std::string>, std::vector<const RegionRow*>> children;
+  std::set<std::vector<std::string>> paths;
+  for (const RegionRow* r : sorted) paths.insert(r->path);
+  std::vector<const RegionRow*> roots;
+  for (const RegionRow* r : sorted) {
+    std::vector<std::string> parent(r->path.begin(), r->path.end() - (r->path.empty() ? 0 : 1));
+    if (r->path.size() > 1 && paths.count(parent)) children[parent].push_back(r);
+    else roots.push_back(r);
+  }
   std::vector<const RegionRow*> out;
-  std::vector<bool> placed(sorted.size(), false);
-  const auto is_child = [](const RegionRow* parent, const RegionRow* r) {
-    return r->path.size() == parent->path.size() + 1 && std::equal(parent->path.begin(), parent->path.end(), r->path.begin());
-  };
-  const auto has_parent = [&](const RegionRow* r) {
-    if (r->path.size() < 2) return false;
-    for (const RegionRow* p : sorted) if (is_child(p, r)) return true;
-    return false;
-  };
-  std::function<void(const RegionRow*)> visit = [&](const RegionRow* p) {
-    out.push_back(p);
-    for (size_t i = 0; i < sorted.size(); ++i) {
-      if (!placed[i] && is_child(p, sorted[i])) {
-        placed[i] = true;
-        visit(sorted[i]);
-      }
-    }
-  };
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    if (!placed[i] && !has_parent(sorted[i])) {
-      placed[i] = true;
-      visit(sorted[i]);
-    }
+  std::vector<const RegionRow*> todo(roots.rbegin(), roots.rend());
+  while (!todo.empty()) {
+    const RegionRow* r = todo.back();
+    todo.pop_back();
+    out.push_back(r);
+    auto it = children.find(r->path);
+    if (it != children.end()) todo.insert(todo.end(), it->second.rbegin(), it->second.rend());
   }
   return out;
 }
