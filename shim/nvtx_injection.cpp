@@ -44,6 +44,7 @@ __thread int t_depth[kDepthSlots] __attribute__((tls_model("initial-exec")));
 
 struct Domain {
   unsigned slot;
+  const char* name;  // its key in the registry (node-based: stays valid); null = none kept
 };
 
 struct Registry {
@@ -120,10 +121,10 @@ unsigned slot_of(nvtxDomainHandle_t d) {
 
 // ---- Ranges. Nothing may throw into the program; the recorder's functions
 // are not declared noexcept, hence the catch.
-int push(unsigned slot, const char* name) {
+int push(unsigned slot, const char* name, const char* domain = nullptr) {
   const int level = t_depth[slot]++;
   try {
-    nvtx_push(name);
+    nvtx_push(name, domain);
   } catch (...) {
   }
   return level;
@@ -180,7 +181,7 @@ void range_end(nvtxRangeId_t id) { end(id); }
 
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   char buf[kWideNameMax];
-  return push(slot_of(d), message(a, buf));
+  return push(slot_of(d), message(a, buf), d == nullptr ? nullptr : reinterpret_cast<const Domain*>(d)->name);
 }
 int domain_pop(nvtxDomainHandle_t d) { return pop(slot_of(d)); }
 nvtxRangeId_t domain_start_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return range_start_ex(a); }
@@ -215,14 +216,15 @@ nvtxStringHandle_t register_string_w(nvtxDomainHandle_t, const wchar_t* s) {
 
 // A domain's handle is never null: a null handle means the global domain.
 // Creating a name twice gives the same domain, as it is the same stack.
-Domain g_overflow_domain{kDepthSlots - 1};
+Domain g_overflow_domain{kDepthSlots - 1, nullptr};
 nvtxDomainHandle_t create_domain(const std::string& name) {
   Domain* d = &g_overflow_domain;
   try {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
-    auto [it, added] = r.domains.try_emplace(name, Domain{kDepthSlots - 1});
+    auto [it, added] = r.domains.try_emplace(name, Domain{kDepthSlots - 1, nullptr});
     if (added && r.next_slot < kDepthSlots - 1) it->second.slot = r.next_slot++;
+    if (added && !name.empty()) it->second.name = it->first.c_str();
     d = &it->second;
   } catch (...) {
   }

@@ -50,14 +50,19 @@ struct CachedName {
 constexpr uint32_t kNameCache = 64;
 __thread CachedName t_names[kNameCache] __attribute__((tls_model("initial-exec")));
 
-uint32_t name_id(const char* name) {
+// `domain` (may be null): the id is of "domain:name".
+uint32_t name_id(const char* name, const char* domain = nullptr) {
   if (name == nullptr || *name == '\0') name = "(unnamed range)";
   uint64_t h = 1469598103934665603ull;  // FNV-1a
+  if (domain != nullptr) {
+    for (const char* p = domain; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+    h = (h ^ static_cast<unsigned char>(':')) * 1099511628211ull;
+  }
   for (const char* p = name; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
   h |= 1;  // 0 marks an empty slot
   CachedName& c = t_names[h % kNameCache];
   if (c.hash == h) return c.id;
-  const uint32_t id = intern_name(name);
+  const uint32_t id = domain != nullptr ? intern_name((std::string(domain) + ":" + name).c_str()) : intern_name(name);
   c = CachedName{h, id};
   return id;
 }
@@ -85,10 +90,11 @@ uint32_t path_id(uint32_t parent, uint32_t name) {
   return id;
 }
 
-OpenRange open(const char* name, uint32_t parent) {
+OpenRange open(const char* name, uint32_t parent, const char* domain = nullptr) {
   if (!recording()) return OpenRange{0, 0, 0, 0};
   const uint32_t id = name_id(name);
-  return OpenRange{id, path_id(parent, id), g_control.step.load(std::memory_order_relaxed), now_ticks()};
+  const uint32_t row = domain != nullptr && *domain != '\0' ? name_id(name, domain) : id;
+  return OpenRange{id, path_id(parent, row), g_control.step.load(std::memory_order_relaxed), now_ticks()};
 }
 
 void close(const OpenRange& o) {
@@ -107,11 +113,11 @@ void close(const OpenRange& o) {
 
 }  // namespace
 
-void nvtx_push(const char* name) {
+void nvtx_push(const char* name, const char* domain) {
   try {
     const uint32_t d = t_depth++;
     if (d < kMaxDepth) {
-      t_open[d] = open(name, t_state.range);
+      t_open[d] = open(name, t_state.range, domain);
       t_state.range = t_open[d].path;  // the calls inside are this range's
     }
   } catch (...) {

@@ -13,7 +13,9 @@ namespace nb::shim {
 // Thread ranges (nvtxRangePush* / nvtxRangePop, and the domain variants).
 // `name` may be null (a range without a message); the pointer is only read
 // during the call.
-void nvtx_push(const char* name);
+// `domain`: the range's NVTX domain's name, null for the global domain; the
+// table's row of a domain's range is "domain:name".
+void nvtx_push(const char* name, const char* domain = nullptr);
 void nvtx_pop();
 // Process ranges (nvtxRangeStart* / nvtxRangeEnd, and the domain variants):
 // may end on another thread than the one that started them. Returns the id

@@ -263,3 +263,26 @@ TEST_CASE("source lines: Python lines that launch, by the device time of their w
   }
   CHECK(sum == kernel_ns);
 }
+
+TEST_CASE("regions: a range of a named NVTX domain is its row as domain:name, nested where it was pushed", "[regions]") {
+  // nvtx_steps: "step" (global domain) holds "inner" of domain "nb.test",
+  // which launches; a process range "run" around all.
+  nbtest::TempDir dir;
+  auto e = nbtest::shim_env(dir.file("out"));
+  e["NB_PRINT_TABLE"] = "0";
+  REQUIRE(nbtest::run({nbtest::program("nvtx_steps"), "5"}, e, dir.path(), 60).exit_code == 0);
+  const auto trace = nbtest::nbread("trace", dir.file("out.trace.json.gz"));
+  const auto regions = regions_of(trace);
+  REQUIRE(regions.count("step/nb.test:inner") == 1);
+  const Region& inner = regions.at("step/nb.test:inner");
+  CHECK(inner.calls == 5);
+  CHECK(inner.device_self == spans(trace, "kernel", "step_kernel").ns);
+  CHECK(regions.at("step").device_total == inner.device_total);
+  CHECK(regions.at("step").device_self == 0);
+  // The timeline keeps the range's own name.
+  CHECK(spans(trace, "user_annotation", "inner").count == 5);
+  // A process range: host time only.
+  REQUIRE(regions.count("run") == 1);
+  CHECK(regions.at("run").calls == 1);
+  CHECK(regions.at("run").host_total > 0);
+}
