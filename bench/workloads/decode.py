@@ -206,7 +206,10 @@ def program_steps(args):
         # torch.profiler's own answer to "which line costs the GPU": Python
         # stacks on every op, exported as folded stacks of self CUDA time.
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
+        # export_stacks reads the stacks only with the verbose config.
+        verbose = torch._C._profiler._ExperimentalConfig(verbose=True)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True,
+                     experimental_config=verbose) as prof:
             run()
         prof.export_stacks(f"{out}/torch.stacks", "self_cuda_time_total")
     elif who == "window":
