@@ -127,7 +127,7 @@ Collector::Recording Collector::make_recording(std::shared_ptr<MemoryFeed> share
   setup.debug_args = context_.debug_args;
   setup.hold_ns = std::max<uint64_t>(2000000000ull, 4 * options_.cupti_flush_ms * 1000000ull);
   setup.max_host_events = options_.trace_max_events;
-  rec.session = std::make_unique<Session>(SessionLimits{options_.mem_max_entries}, rec.trace.get(), setup,
+  rec.session = std::make_unique<Session>(SessionLimits{options_.mem_max_entries, context_.folded}, rec.trace.get(), setup,
                                           rec.names.get(), std::move(shared));
   return rec;
 }

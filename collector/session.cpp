@@ -50,9 +50,11 @@ Session::Session(const SessionLimits& limits, EventSink* sink, const TraceSetup&
 void Session::placed(const DeviceRecord& d, const CallOrigin& o) {
   const uint64_t dur = d.end >= d.start ? d.end - d.start : 0;
   sum_valid_ = false;
-  Tally::StackTime& t = cur_.device_by_stack[uint64_t(o.joined ? o.stack : 0) << 32 | d.name];
-  t.time += dur;
-  ++t.calls;
+  if (limits_.by_stack) {
+    Tally::StackTime& t = cur_.device_by_stack[uint64_t(o.joined ? o.stack : 0) << 32 | d.name];
+    t.time += dur;
+    ++t.calls;
+  }
   if (!o.joined) return;
   if (o.range != 0) {
     const uint32_t key = cur_.regions.size() >= kMaxRegions && !cur_.regions.count(o.range) ? kOtherRegions : o.range;
@@ -91,7 +93,7 @@ void Session::consume(const Record& r) {
   if (r.result != 0) ++s.errors;
   cur_.first = std::min(cur_.first, r.start);
   cur_.last = std::max(cur_.last, r.end);
-  if (r.stack != 0) {
+  if (limits_.by_stack && r.stack != 0) {
     Tally::StackTime& t = cur_.host_by_stack[uint64_t(r.stack) << 32 | r.api];
     t.time += dur;
     ++t.calls;

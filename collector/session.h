@@ -114,6 +114,9 @@ struct Tally {
 
 struct SessionLimits {
   size_t mem_max_entries = 1000000;
+  // Sum device and host time by the call's stack (the folded files and
+  // the source table, with launch stacks): off, the collector does none of it.
+  bool by_stack = false;
 };
 
 // What a recording keeps for "nbRun" (chrome_trace.h), up to a bound: a run
