@@ -14,13 +14,15 @@
 
 namespace nb {
 
-bool deflate_piece(const char* p, size_t n, int level, bool last, std::string& out) {
-  z_stream zs{};
-  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+namespace {
+
+// Deflates `n` bytes at `p` with the ready stream `zs` into `out` (appended),
+// ended by Z_FINISH (`last`) or Z_SYNC_FLUSH. Room for the whole piece at
+// once, as deflateBound says (a little over the input for text that does
+// not compress), more only if that is short.
+bool deflate_into(z_stream& zs, const char* p, size_t n, bool last, std::string& out) {
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
   zs.avail_in = static_cast<uInt>(n);
-  // Room for the whole piece at once, as deflateBound says (a little over
-  // the input for text that does not compress), more only if that is short.
   const size_t start = out.size();
   size_t room = deflateBound(&zs, static_cast<uLong>(n)) + 16;
   size_t used = 0;
@@ -35,7 +37,20 @@ bool deflate_piece(const char* p, size_t n, int level, bool last, std::string& o
     room = size_t(1) << 16;
   }
   out.resize(start + used);
-  const bool ok = last ? rc == Z_STREAM_END : (rc == Z_OK || rc == Z_BUF_ERROR) && zs.avail_in == 0;
+  return last ? rc == Z_STREAM_END : (rc == Z_OK || rc == Z_BUF_ERROR) && zs.avail_in == 0;
+}
+
+}  // namespace
+
+bool deflate_piece(const char* p, size_t n, int level, bool last, std::string& out) {
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  bool ok = false;
+  try {
+    ok = deflate_into(zs, p, n, last, out);
+  } catch (...) {
+    ok = false;
+  }
   deflateEnd(&zs);
   return ok;
 }
@@ -92,23 +107,7 @@ void Deflaters::compress(Stream& stream, DeflatePiece& piece) {
   piece.crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(piece.text.data()), piece.text.size()));
   try {
     if (!stream.ready(piece.level)) return;
-    z_stream& zs = stream.zs;
-    zs.next_in = reinterpret_cast<Bytef*>(piece.text.data());
-    zs.avail_in = static_cast<uInt>(piece.text.size());
-    size_t room = deflateBound(&zs, static_cast<uLong>(piece.text.size())) + 16;
-    size_t used = 0;
-    int rc;
-    for (;;) {
-      piece.out.resize(used + room);
-      zs.next_out = reinterpret_cast<Bytef*>(&piece.out[used]);
-      zs.avail_out = static_cast<uInt>(room);
-      rc = deflate(&zs, Z_SYNC_FLUSH);
-      used += room - zs.avail_out;
-      if (zs.avail_out != 0 || rc == Z_STREAM_ERROR) break;
-      room = size_t(1) << 16;
-    }
-    piece.out.resize(used);
-    piece.ok = (rc == Z_OK || rc == Z_BUF_ERROR) && zs.avail_in == 0;
+    piece.ok = deflate_into(stream.zs, piece.text.data(), piece.text.size(), false, piece.out);
   } catch (...) {
     piece.ok = false;  // no memory: the writer says so; nothing escapes a helper
   }

@@ -611,7 +611,11 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
       // gzip header: deflate, no name, no time, Unix.
       put(std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10));
       std::string piece;
-      deflate_piece(head.data(), head.size(), config_.level, false, piece);
+      if (!deflate_piece(head.data(), head.size(), config_.level, false, piece)) {
+        errno = ENOMEM;  // not published: a file that looks whole must be whole
+        os.setstate(std::ios::badbit);
+        return;
+      }
       put(piece);
       crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(head.data()), head.size()));
       raw = head.size();
@@ -658,7 +662,11 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
     }
     if (gz) {
       std::string piece;
-      deflate_piece(tail.data(), tail.size(), config_.level, true, piece);
+      if (!deflate_piece(tail.data(), tail.size(), config_.level, true, piece)) {
+        errno = ENOMEM;
+        os.setstate(std::ios::badbit);
+        return;
+      }
       put(piece);
       crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(tail.data()), tail.size())),
                                                 static_cast<z_off_t>(tail.size())));

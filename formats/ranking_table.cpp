@@ -127,6 +127,27 @@ void pad_right(std::string& out, const std::string& cell, size_t width) {
   if (w < width) out.append(width - w, ' ');
 }
 
+// Dashes under a table's first column (`first` wide) and each of its
+// `columns` other columns.
+std::string rule_of(size_t first, size_t columns) {
+  std::string rule(first, '-');
+  for (size_t i = 0; i < columns; ++i) rule += "  " + std::string(kColWidth, '-');
+  rule += '\n';
+  return rule;
+}
+
+// The column titles between two rules: the first column's title (left-
+// aligned where its cells are), the others right-aligned.
+void put_header(std::string& out, const std::string& rule, const std::string& first, size_t width, bool left,
+                const std::vector<std::string>& headers) {
+  out += rule;
+  if (left) pad_right(out, first, width);
+  else pad_left(out, first, width);
+  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
+  out += '\n';
+  out += rule;
+}
+
 // `device_sum`: all the device time of the table (regions overlap: nb's
 // steps hold the ranges' work too), what Self Device % is of.
 std::string format_regions(const std::vector<RegionRow>& regions, const TableOptions& opt, bool device,
@@ -138,15 +159,9 @@ std::string format_regions(const std::vector<RegionRow>& regions, const TableOpt
     headers.push_back("Self Device %");
   }
   headers.push_back("# of Calls");
-  std::string rule(kNameWidth, '-');
-  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
-  rule += '\n';
+  const std::string rule = rule_of(kNameWidth, headers.size());
   std::string out = "Regions (NVTX ranges, nb's steps): Total = Self + the regions inside\n";
-  out += rule;
-  pad_right(out, "Name", kNameWidth);
-  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
-  out += '\n';
-  out += rule;
+  put_header(out, rule, "Name", kNameWidth, true, headers);
   const std::vector<const RegionRow*> order = region_order(regions, opt.sort);
   const size_t shown = opt.max_rows && opt.max_rows < order.size() ? opt.max_rows : order.size();
   for (size_t i = 0; i < shown; ++i) {
@@ -181,9 +196,7 @@ std::string format_source_table(std::vector<SourceRow> rows, const TableOptions&
   const std::vector<std::string> headers = {"Self Device", "Self Device %", "Device Total", "Total Device %",
                                             "# of Calls", "Calls Total"};
   constexpr size_t kLocationWidth = 80;
-  std::string rule(kLocationWidth, '-');
-  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
-  rule += '\n';
+  const std::string rule = rule_of(kLocationWidth, headers.size());
   std::string out;
   if (!opt.title.empty()) {
     append_valid_utf8(out, opt.title);
@@ -191,11 +204,7 @@ std::string format_source_table(std::vector<SourceRow> rows, const TableOptions&
   }
   out += "Source locations by the device time of the work launched there (Self: the innermost user frame of the "
          "launch's stack; Total: anywhere in it)\n";
-  out += rule;
-  pad_right(out, "Location", kLocationWidth);
-  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
-  out += '\n';
-  out += rule;
+  put_header(out, rule, "Location", kLocationWidth, true, headers);
   const size_t shown = opt.max_rows && opt.max_rows < rows.size() ? opt.max_rows : rows.size();
   for (size_t i = 0; i < shown; ++i) {
     const SourceRow& r = rows[i];
@@ -286,20 +295,14 @@ std::string format_ranking_table(std::vector<TableRow> rows, const TableOptions&
   headers.push_back("# of Calls");
   headers.push_back("Errors");
 
-  std::string rule(kNameWidth, '-');
-  for (size_t i = 0; i < headers.size(); ++i) rule += "  " + std::string(kColWidth, '-');
-  rule += '\n';
+  const std::string rule = rule_of(kNameWidth, headers.size());
 
   std::string out;
   if (!opt.title.empty()) {
     append_valid_utf8(out, opt.title);
     out += '\n';
   }
-  out += rule;
-  pad_left(out, "Name", kNameWidth);
-  for (const std::string& h : headers) { out += "  "; pad_left(out, h, kColWidth); }
-  out += '\n';
-  out += rule;
+  put_header(out, rule, "Name", kNameWidth, false, headers);
 
   const size_t shown = opt.max_rows && opt.max_rows < rows.size() ? opt.max_rows : rows.size();
   for (size_t i = 0; i < shown; ++i) {
