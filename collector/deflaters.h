@@ -45,10 +45,10 @@ class Deflaters {
   Deflaters(const Deflaters&) = delete;
   Deflaters& operator=(const Deflaters&) = delete;
 
-  // One helper for each core beyond the first two (the program's and the
-  // collector's), and at least one where there are two: after the program
-  // ends every core is free, and a burst's text is compressed while the
-  // program waits to exit. At most 3.
+  // One fewer than the cores nb may run on, at least one where there are
+  // two, at most 3: while the program runs they are nicer than the
+  // collector, and after it ends every core is free to compress a burst's
+  // text while the program waits to exit. None on one core.
   static unsigned helpers_for_this_machine();
 
   unsigned helpers() const { return helpers_; }
