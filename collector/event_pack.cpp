@@ -73,35 +73,58 @@ void EventPacker::send_names(std::string& out) {
   }
 }
 
-void EventPacker::put_key(std::string& out, std::string_view key) {
-  // The key's id, or the key itself the first time (see kNewKey).
+char* EventPacker::put_key(char* p, std::string_view key) {
+  // The key's id, or the key itself the first time (see kNewKey). Writes at
+  // most key_bound(key) bytes.
   if (key.size() > kMaxKeyBytes) {
-    out += static_cast<char>(kInlineKey);
-    out += static_cast<char>(0);  // cut to nothing rather than mislead; never for nb's keys
-    return;
+    *p++ = static_cast<char>(kInlineKey);
+    *p++ = static_cast<char>(0);  // cut to nothing rather than mislead; never for nb's keys
+    return p;
   }
   const auto hash = static_cast<size_t>((reinterpret_cast<uintptr_t>(key.data()) >> 3) * 0x9E3779B97F4A7C15ull >> 55);
   for (size_t i = 0; i < kKeySlots; ++i) {
     KeySlot& s = keys_[(hash + i) % kKeySlots];
     if (s.data == key.data() && s.size == key.size()) {
-      out += static_cast<char>(s.id);
-      return;
+      *p++ = static_cast<char>(s.id);
+      return p;
     }
     if (s.data == nullptr) {
       if (keys_sent_ >= kNewKey) break;  // ids spent: inline from now on
       s.data = key.data();
       s.size = static_cast<uint32_t>(key.size());
       s.id = static_cast<uint8_t>(keys_sent_++);
-      out += static_cast<char>(kNewKey);
-      out += static_cast<char>(key.size());
-      out.append(key);
-      return;
+      *p++ = static_cast<char>(kNewKey);
+      *p++ = static_cast<char>(key.size());
+      return put_bytes(p, key.data(), key.size());
     }
   }
-  out += static_cast<char>(kInlineKey);
-  out += static_cast<char>(key.size());
-  out.append(key);
+  *p++ = static_cast<char>(kInlineKey);
+  *p++ = static_cast<char>(key.size());
+  return put_bytes(p, key.data(), key.size());
 }
+
+namespace {
+
+// The most bytes put_key writes for `key`.
+size_t key_bound(std::string_view key) { return 2 + std::min(key.size(), kMaxKeyBytes); }
+
+// Appends what `write` puts at the pointer it is given (at most `bound`
+// bytes; it returns the end): one size check per event instead of one per
+// field, through a stack buffer when the bound fits one.
+template <typename Write>
+void append_bounded(std::string& out, size_t bound, Write write) {
+  char buf[1024];
+  if (bound <= sizeof buf) {
+    out.append(buf, static_cast<size_t>(write(buf) - buf));
+    return;
+  }
+  const size_t start = out.size();
+  out.resize(start + bound);
+  const char* end = write(&out[start]);
+  out.resize(static_cast<size_t>(end - out.data()));
+}
+
+}  // namespace
 
 // 'E', u32 name, u32 stack, u8 category, u16 argument count, u32 label
 // length, i64 pid, i64 tid, u64 ts, u64 dur, the label, then each argument:
@@ -109,38 +132,39 @@ void EventPacker::put_key(std::string& out, std::string_view key) {
 // the bytes).
 void EventPacker::event(std::string& out, const formats::Event& e) {
   if (names_sent_ < names_->size()) send_names(out);
-  out += kEvent;
   const uint16_t nargs = static_cast<uint16_t>(std::min<size_t>(e.args.size(), std::numeric_limits<uint16_t>::max()));
-  char head[4 + 4 + 1 + 2 + 4 + 8 * 4];
-  char* p = head;
-  p = put(p, e.name);
-  p = put(p, e.stack);
-  p = put(p, static_cast<uint8_t>(e.cat));
-  p = put(p, nargs);
-  p = put(p, static_cast<uint32_t>(e.label.size()));
-  p = put(p, e.pid);
-  p = put(p, e.tid);
-  p = put(p, e.ts_ns);
-  p = put(p, e.dur_ns);
-  out.append(head, static_cast<size_t>(p - head));
-  out.append(e.label);
+  size_t bound = 1 + 4 + 4 + 1 + 2 + 4 + 8 * 4 + e.label.size();
   for (uint16_t i = 0; i < nargs; ++i) {
     const formats::Arg& a = e.args[i];
-    put_key(out, a.key);
-    char value[1 + 12];
-    char* v = put(value, static_cast<uint8_t>(a.type));
-    switch (a.type) {
-      case formats::Arg::Type::View: {
-        v = put(v, static_cast<uint32_t>(a.v.size()));
-        out.append(value, static_cast<size_t>(v - value));
-        out.append(a.v);
-        continue;
-      }
-      case formats::Arg::Type::Dim3: v = put_bytes(v, a.dim, sizeof a.dim); break;
-      default: v = put(v, a.u); break;
-    }
-    out.append(value, static_cast<size_t>(v - value));
+    bound += key_bound(a.key) + 1 + 12 + (a.type == formats::Arg::Type::View ? a.v.size() : 0);
   }
+  append_bounded(out, bound, [&](char* p) {
+    *p++ = kEvent;
+    p = put(p, e.name);
+    p = put(p, e.stack);
+    p = put(p, static_cast<uint8_t>(e.cat));
+    p = put(p, nargs);
+    p = put(p, static_cast<uint32_t>(e.label.size()));
+    p = put(p, e.pid);
+    p = put(p, e.tid);
+    p = put(p, e.ts_ns);
+    p = put(p, e.dur_ns);
+    p = put_bytes(p, e.label.data(), e.label.size());
+    for (uint16_t i = 0; i < nargs; ++i) {
+      const formats::Arg& a = e.args[i];
+      p = put_key(p, a.key);
+      p = put(p, static_cast<uint8_t>(a.type));
+      switch (a.type) {
+        case formats::Arg::Type::View:
+          p = put(p, static_cast<uint32_t>(a.v.size()));
+          p = put_bytes(p, a.v.data(), a.v.size());
+          break;
+        case formats::Arg::Type::Dim3: p = put_bytes(p, a.dim, sizeof a.dim); break;
+        default: p = put(p, a.u); break;
+      }
+    }
+    return p;
+  });
 }
 
 void EventPacker::flow(std::string& out, const formats::Flow& f) {
@@ -158,19 +182,17 @@ void EventPacker::flow(std::string& out, const formats::Flow& f) {
 void EventPacker::counter(std::string& out, const formats::Counter& c) {
   if (names_sent_ < names_->size()) send_names(out);
   const uint8_t n = static_cast<uint8_t>(std::min<size_t>(c.values.size(), 255));
-  char head[1 + 4 + 8 + 8 + 1];
-  char* p = head;
-  *p++ = kCounter;
-  p = put(p, c.name);
-  p = put(p, c.pid);
-  p = put(p, c.ts_ns);
-  p = put(p, n);
-  out.append(head, static_cast<size_t>(p - head));
-  for (uint8_t i = 0; i < n; ++i) {
-    put_key(out, c.values[i].first);
-    const double d = c.values[i].second;
-    out.append(reinterpret_cast<const char*>(&d), sizeof d);
-  }
+  size_t bound = 1 + 4 + 8 + 8 + 1;
+  for (uint8_t i = 0; i < n; ++i) bound += key_bound(c.values[i].first) + sizeof(double);
+  append_bounded(out, bound, [&](char* p) {
+    *p++ = kCounter;
+    p = put(p, c.name);
+    p = put(p, c.pid);
+    p = put(p, c.ts_ns);
+    p = put(p, n);
+    for (uint8_t i = 0; i < n; ++i) p = put(put_key(p, c.values[i].first), c.values[i].second);
+    return p;
+  });
 }
 
 bool EventUnpacker::unpack(const char* data, size_t n, std::string& out) {

@@ -34,7 +34,7 @@ class EventPacker {
 
  private:
   void send_names(std::string& out);
-  void put_key(std::string& out, std::string_view key);
+  char* put_key(char* p, std::string_view key);
   const std::vector<std::string>* names_;
   size_t names_sent_ = 0;
   // Argument keys are string literals: known by their address, sent once.

@@ -137,6 +137,17 @@ void MemoryFeed::consume(const Record& r) {
   // never allocates.
   grow_for_one(pending_memory_, pending_memory_.size());
   grow_for_one(free_slots_, pending_slots_.size());
+  const uint64_t time = effect_time(r);
+  const bool in_order = in_order_head_ == in_order_.size() || in_order_.back().time <= time;
+  if (in_order) {
+    // The taken keys go when all are taken, or when they are most of them
+    // (a feed that never empties must not keep them all).
+    if (in_order_head_ == in_order_.size() || (in_order_head_ >= 4096 && 2 * in_order_head_ >= in_order_.size())) {
+      in_order_.erase(in_order_.begin(), in_order_.begin() + static_cast<std::ptrdiff_t>(in_order_head_));
+      in_order_head_ = 0;
+    }
+    grow_for_one(in_order_, in_order_.size());
+  }
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -146,16 +157,29 @@ void MemoryFeed::consume(const Record& r) {
     slot = static_cast<uint32_t>(pending_slots_.size());
     pending_slots_.push_back(r);
   }
-  pending_memory_.push_back({effect_time(r), memory_arrivals_++, slot});
-  std::push_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+  const PendingKey key{time, memory_arrivals_++, slot};
+  if (in_order) {
+    in_order_.push_back(key);
+  } else {
+    pending_memory_.push_back(key);
+    std::push_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+  }
 }
 
 void MemoryFeed::apply(uint64_t horizon) {
   // Same effect time: in the order they were drained (as a stable sort would).
-  while (!pending_memory_.empty() && pending_memory_.front().time < horizon) {
-    std::pop_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
-    const uint32_t slot = pending_memory_.back().slot;
-    pending_memory_.pop_back();
+  for (;;) {
+    const bool heap = !pending_memory_.empty() && pending_memory_.front().time < horizon;
+    const bool line = in_order_head_ < in_order_.size() && in_order_[in_order_head_].time < horizon;
+    if (!heap && !line) break;
+    uint32_t slot;
+    if (line && (!heap || pending_memory_.front() > in_order_[in_order_head_])) {
+      slot = in_order_[in_order_head_++].slot;
+    } else {
+      std::pop_heap(pending_memory_.begin(), pending_memory_.end(), std::greater<>());
+      slot = pending_memory_.back().slot;
+      pending_memory_.pop_back();
+    }
     // The slot is free again before the record is applied: if applying runs
     // out of memory, the record is lost with the pass (the collector counts
     // failed passes), the slot is not.

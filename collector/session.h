@@ -49,7 +49,7 @@ class MemoryFeed {
   void consume(const Record& r);  // memory kinds only; others are ignored
   void apply(uint64_t horizon);
   void apply_all() { apply(UINT64_MAX); }
-  bool pending() const { return !pending_memory_.empty(); }
+  bool pending() const { return !pending_memory_.empty() || in_order_head_ < in_order_.size(); }
   const MemoryTracker& tracker() const { return memory_; }
   void forget_before(uint64_t ticks) { memory_.forget_before(ticks); }
   void on_point(std::function<void(const MemoryPoint&)> f) { memory_.on_point(std::move(f)); }
@@ -69,6 +69,11 @@ class MemoryFeed {
     bool operator>(const PendingKey& o) const { return time != o.time ? time > o.time : arrival > o.arrival; }
   };
   std::vector<PendingKey> pending_memory_;
+  // Keys that came in order (each after the last one here): most of them,
+  // from one thread. They skip the heap; apply() takes the smaller front.
+  // Taken from in_order_head_ on; the taken ones are dropped when all are.
+  std::vector<PendingKey> in_order_;
+  size_t in_order_head_ = 0;
   std::deque<Record> pending_slots_;  // never copied whole to grow
   std::vector<uint32_t> free_slots_;
   uint64_t memory_arrivals_ = 0;

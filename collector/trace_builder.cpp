@@ -170,7 +170,7 @@ uint64_t TraceBuilder::emit_host(const Record& r, uint32_t correlation) {
   e.tid = r.tid;
   e.ts_ns = static_cast<uint64_t>(epoch(r.start));
   e.dur_ns = r.end >= r.start ? time_.duration_ns(r.end - r.start) : 0;
-  std::vector<Arg>& a = e.args;
+  formats::ArgList& a = e.args;
   // Recorded into a graph being captured: its work runs with the graph's launches.
   if (r.flags & record_flag::kCaptured) a.push_back(Arg::uinteger("captured", 1));
   // Made after the program's end (teardown: not in the snapshot's history).
@@ -233,7 +233,11 @@ uint64_t TraceBuilder::emit_host(const Record& r, uint32_t correlation) {
     // refer to it.
     e.stack = r.stack;
     a.push_back(Arg::uinteger("stack", r.stack));
-    stacks_used_.insert(r.stack);
+    if (r.stack >= stack_seen_.size()) stack_seen_.resize(r.stack + 1 + r.stack / 2);
+    if (!stack_seen_[r.stack]) {
+      stack_seen_[r.stack] = true;
+      stacks_used_.insert(r.stack);
+    }
   } else {
     e.stack = 0;
   }
@@ -364,8 +368,11 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     sink_.flow({id, e.pid, e.tid, e.ts_ns, false});
     add_cover(host_tid, Cover{host_start_ns, d.start, d.end, d.device, d.stream});
   }
-  streams_.insert({d.device, d.stream});
-  gpus_.insert(d.device);
+  if (d.device != last_stream_.first || d.stream != last_stream_.second) {  // (a set lookup per record otherwise)
+    last_stream_ = {d.device, d.stream};
+    streams_.insert(last_stream_);
+    gpus_.insert(d.device);
+  }
   emit_device(e);
   if (on_device_) on_device_(d, origin);
 }

@@ -205,6 +205,8 @@ class TraceBuilder {
   std::set<uint32_t> gpus_;
   std::set<uint32_t> step_threads_;
   std::set<uint32_t> stacks_used_;
+  std::vector<bool> stack_seen_;  // by stack id: in stacks_used_ already
+  std::pair<uint32_t, uint32_t> last_stream_{UINT32_MAX, UINT32_MAX};  // (device, stream) last put in streams_
   std::unordered_map<uint32_t, std::deque<Cover>> covers_;  // by thread
   std::unordered_map<uint32_t, std::deque<PendingRange>> ranges_;  // by thread, in end order
   uint64_t now_ns_ = 0;

@@ -95,7 +95,7 @@ void append_hex(std::string& out, uint64_t v) {
   out.append(buf, static_cast<size_t>(p - buf));
 }
 
-void append_args(std::string& out, const std::vector<Arg>& args, const std::vector<std::string>* escaped_names) {
+void append_args(std::string& out, const ArgList& args, const std::vector<std::string>* escaped_names) {
   out += "{";
   bool first = true;
   for (const Arg& a : args) {
@@ -526,7 +526,7 @@ char* put_escaped(char* p, std::string_view s) {
   return put(p, rest);
 }
 
-size_t args_bound(const std::vector<Arg>& args, const std::vector<std::string>& names) {
+size_t args_bound(const ArgList& args, const std::vector<std::string>& names) {
   size_t n = 2;
   for (const Arg& a : args) {
     n += escaped_bound(a.key) + 4;
@@ -540,7 +540,7 @@ size_t args_bound(const std::vector<Arg>& args, const std::vector<std::string>& 
   return n;
 }
 
-char* put_args(char* p, const std::vector<Arg>& args, const std::vector<std::string>& names) {
+char* put_args(char* p, const ArgList& args, const std::vector<std::string>& names) {
   *p++ = '{';
   bool first = true;
   for (const Arg& a : args) {

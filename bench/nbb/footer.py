@@ -15,9 +15,16 @@ def footer_lines(table_path):
 
 
 def dropped(table_path):
-    """Records dropped, from the 'Calls: N, records: N, dropped: N' line, or
-    None without a table."""
+    """Records dropped, host and device: the 'Calls: N, records: N, dropped:
+    N' line (host calls) plus the device records CUPTI or nb dropped ('N
+    dropped by CUPTI', 'Device records dropped by nb (...): N'); None without
+    a table."""
+    host, device = None, 0
     for line in footer_lines(table_path):
         if line.startswith("Calls: ") and "dropped: " in line:
-            return int(line.rsplit("dropped: ", 1)[1].split()[0].rstrip(","))
-    return None
+            host = int(line.rsplit("dropped: ", 1)[1].split()[0].rstrip(","))
+        elif line.startswith("Device records dropped by nb") and "): " in line:
+            device += int(line.rsplit("): ", 1)[1].split()[0])
+        elif line.startswith("Device records: ") and " dropped by CUPTI" in line:
+            device += int(line.split(" dropped by CUPTI", 1)[0].rsplit("(", 1)[1])
+    return None if host is None else host + device

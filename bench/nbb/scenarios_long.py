@@ -187,8 +187,8 @@ def say_files(ctx, prefix, demo_calls, keep):
             ctx.say("  no nbTable in the trace")
             continue
         footer = table.get("footer", {})
-        ctx.say(f"  records dropped: {footer.get('dropped')} (nbTable), "
-                f"{table_txt if table_txt is not None else 'no table file'} (table file)")
+        ctx.say(f"  records dropped, host and device: {table_txt if table_txt is not None else 'no table file'} "
+                f"(table file); host calls: {footer.get('dropped')} (nbTable)")
         for note in footer.get("notes", []):
             if "left out" in note or "dropped" in note:  # counted in the table, missing from the timeline
                 ctx.say(f"  nbTable: {note}")

@@ -125,3 +125,26 @@ TEST_CASE("a pack cut short or garbled is refused, not read past its end", "[pac
   const std::string junk = "Zjunk";
   CHECK_FALSE(unpacker.unpack(junk.data(), junk.size(), got));
 }
+
+TEST_CASE("an event's arguments survive copies, moves and swaps, and grow past their first room", "[pack]") {
+  formats::Event a = sample_event(1, 3);
+  REQUIRE(a.args.size() == 7);
+  for (int i = 0; i < 40; ++i) a.args.push_back(Arg::integer("n", i));  // past 16 and 32
+  REQUIRE(a.args.size() == 47);
+  CHECK(a.args[46].i == 39);
+  formats::Event copy = a;
+  formats::Event b = sample_event(2, 4);
+  std::swap(a, b);
+  CHECK(a.args.size() == 7);
+  CHECK(b.args.size() == 47);
+  CHECK(b.args[8].i == 1);
+  formats::Event moved = std::move(b);
+  CHECK(moved.args.size() == 47);
+  CHECK(b.args.empty());  // NOLINT: a moved-from list is empty, not dangling
+  b.args.push_back(Arg::integer("again", 5));
+  CHECK(b.args.size() == 1);
+  CHECK(copy.args.size() == 47);
+  copy.args.clear();
+  CHECK(copy.args.empty());
+  CHECK(moved.args[0].u == 3);
+}

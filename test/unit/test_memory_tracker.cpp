@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "collector/memory_tracker.h"
 #include "collector/session.h"
 #include "formats/memory_snapshot.h"
@@ -152,6 +155,55 @@ TEST_CASE("session: memory records are applied in time order, whatever order the
   const auto snap = s.memory().snapshot(TimeMap::offset_only(0));
   REQUIRE(formats::segments_of(snap).size() == 1);
   CHECK(formats::segments_of(snap)[0].address == 0x1000);
+}
+
+TEST_CASE("session: two threads' memory records, drained in chunks and applied in passes, keep time order", "[memory]") {
+  // Each thread's records come in its own time order (most go straight to
+  // the feed's in-order line); the interleaving of the two rings does not
+  // (those go through its heap). Whatever the mix, the history is sorted by
+  // the allocations' times (their call's end), drained order breaking ties.
+  Session s(SessionLimits{});
+  std::vector<Record> threads[2];
+  uint64_t seed = 12345;
+  const auto next = [&seed] { return (seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  for (int t = 0; t < 2; ++t) {
+    uint64_t time = 1000;
+    for (int i = 0; i < 1500; ++i) {
+      time += next() % 50;  // ties too
+      threads[t].push_back(rec(Kind::Alloc, 0x100000 + uint64_t(t) * 0x1000000 + uint64_t(i) * 0x100, 64, time));
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> drained;  // (effect time, address) in drained order
+  size_t at[2] = {0, 0};
+  uint64_t horizon = 0;
+  while (at[0] < threads[0].size() || at[1] < threads[1].size()) {
+    const int t = (at[1] >= threads[1].size() || (at[0] < threads[0].size() && next() % 2)) ? 0 : 1;
+    const size_t chunk = 1 + next() % 64;
+    for (size_t k = 0; k < chunk && at[t] < threads[t].size(); ++k, ++at[t]) {
+      s.consume(threads[t][at[t]]);
+      drained.emplace_back(threads[t][at[t]].end, threads[t][at[t]].ptr);
+    }
+    // A horizon both threads have passed: what is older is final.
+    const auto seen = [&](int u) { return at[u] == 0 ? 0 : threads[u][at[u] - 1].end; };
+    const uint64_t both = std::min(at[0] < threads[0].size() ? seen(0) : UINT64_MAX,
+                                   at[1] < threads[1].size() ? seen(1) : UINT64_MAX);
+    if (both != UINT64_MAX && both > horizon) {
+      horizon = both;
+      s.apply_memory(horizon);
+    }
+  }
+  s.apply_all_memory();
+  std::stable_sort(drained.begin(), drained.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<uint64_t> want, got;
+  for (const auto& d : drained) want.push_back(d.second);
+  const auto snap = s.memory().snapshot(TimeMap::offset_only(0));
+  const auto traces = formats::traces_of(snap);
+  for (const auto& e : traces.at(0)) {
+    if (e.action == Action::Alloc) got.push_back(e.addr);
+  }
+  CHECK(got.size() == 3000);
+  CHECK(got == want);
 }
 
 TEST_CASE("memory curve: allocated and reserved; several pools add up, each as last reported", "[memory]") {
