@@ -93,7 +93,11 @@ formats::TraceData build_trace_frame(const Session& s, const OutputContext& ctx,
   // The ranking table as write_outputs prints it, as data ("nbTable"): `nbprof stats`.
   t.table.rows = build_table_rows(s, ctx);
   t.table.regions = build_region_rows(s, ctx);
-  if (ctx.folded) t.table.sources = build_source_rows(s, ctx);
+  if (ctx.folded) {
+    t.table.sources = build_source_rows(s, ctx);
+    t.table.device_folded = build_device_folded(s, ctx);
+    t.table.host_folded = build_host_folded(s, ctx);
+  }
   t.table.options = {ctx.table_sort, ctx.table_rows, table_title(ctx)};
   t.table.footer = build_table_footer(s, ctx, tl.stats());
   return t;

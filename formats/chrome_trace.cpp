@@ -278,6 +278,24 @@ void append_table(std::string& out, const RankingTable& t) {
     }
     out += "\n    ],\n";
   }
+  // The folded files' lines, one string each.
+  for (const auto& [key, text] : {std::pair<const char*, const std::string*>{"deviceFolded", &t.device_folded},
+                                  {"hostFolded", &t.host_folded}}) {
+    if (text->empty()) continue;
+    out += "    \"";
+    out += key;
+    out += "\": [";
+    bool first = true;
+    for (size_t at = 0; at < text->size();) {
+      size_t end = text->find('\n', at);
+      if (end == std::string::npos) end = text->size();
+      out += first ? "\n      " : ",\n      ";
+      first = false;
+      append_string(out, text->substr(at, end - at));
+      at = end + 1;
+    }
+    out += "\n    ],\n";
+  }
   out += "    \"footer\": {\"records\": ";
   append_uint(out, t.footer.records);
   out += ", \"dropped\": ";

@@ -71,6 +71,10 @@ struct RankingTable {
   std::vector<TableRow> rows;
   std::vector<RegionRow> regions;
   std::vector<SourceRow> sources;  // with launch stacks only
+  // The run's folded stacks (formats/folded_stacks.h), as its
+  // <prefix>.device.folded and .host.folded files have them: with launch
+  // stacks only, so that `nbprof stats --folded` writes them from the trace.
+  std::string device_folded, host_folded;
   TableOptions options;
   TableFooter footer;
 };

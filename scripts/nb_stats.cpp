@@ -1,7 +1,7 @@
 // nb-stats: prints a run's ranking table again from its trace (`nbprof
 // stats`), with the same formatter the run used, so the text is the same.
 //
-//   nb-stats RUN [--sort device|host|calls|name] [--rows N]
+//   nb-stats RUN [--sort device|host|calls|name] [--rows N] [--by source] [--folded]
 //
 // RUN is an output prefix (nb-demo reads nb-demo.trace.json.gz, or
 // nb-demo.trace.json; a window is nb-demo.w1) or a trace's path. The table
@@ -10,6 +10,7 @@
 // it is) as a stream of JSON events and reading stops after the table, so a
 // trace of millions of events is neither loaded nor read to its end.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -31,7 +32,7 @@ namespace {
 using nlohmann::json;
 using nb::formats::SortKey;
 
-constexpr const char* kUsage = "usage: nbprof stats RUN [--sort device|host|calls|name] [--rows N] [--by source]";
+constexpr const char* kUsage = "usage: nbprof stats RUN [--sort device|host|calls|name] [--rows N] [--by source] [--folded]";
 
 [[noreturn]] void fail(const std::string& message) {
   std::fprintf(stderr, "nbprof stats: %s\n", message.c_str());
@@ -214,11 +215,51 @@ nb::formats::RankingTable to_table(const json& j) {
       t.sources.push_back(std::move(row));
     }
   }
+  // The folded files' lines (with launch stacks), one string each.
+  for (const auto& [key, into] : {std::pair<const char*, std::string*>{"deviceFolded", &t.device_folded},
+                                  {"hostFolded", &t.host_folded}}) {
+    if (!j.contains(key)) continue;
+    for (const json& line : j.at(key)) {
+      *into += line.get<std::string>();
+      *into += '\n';
+    }
+  }
   const json& f = j.at("footer");
   t.footer.records = number(f, "records");
   t.footer.dropped = number(f, "dropped");
   for (const json& n : f.at("notes")) t.footer.notes.push_back(n.get<std::string>());
   return t;
+}
+
+// The run's prefix: RUN, or the trace's path without .trace.json(.gz).
+std::string prefix_of(const std::string& run) {
+  for (const char* ext : {".trace.json.gz", ".trace.json"}) {
+    if (ends_with(run, ext)) return run.substr(0, run.size() - std::strlen(ext));
+  }
+  return run;
+}
+
+// Writes `text` to `path` whole or not at all: a temporary file beside it,
+// renamed over it.
+void write_whole(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail("cannot write " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  const int saved = errno;
+  ::fchmod(fd, 0644);
+  const bool ok = done == text.size() && ::close(fd) == 0;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : saved);
+    ::unlink(tmp.c_str());
+    fail("cannot write " + path + ": " + why);
+  }
 }
 
 }  // namespace
@@ -228,6 +269,7 @@ int main(int argc, char** argv) {
   std::string sort;
   std::string rows;
   std::string by;
+  bool folded = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto take = [&](const char* name, std::string& into) {
@@ -245,13 +287,16 @@ int main(int argc, char** argv) {
                   "trace's path. --sort and --rows default to the run's own (NB_TABLE_SORT,\n"
                   "NB_TABLE_ROWS); --rows 0 prints every row, as PREFIX.table.txt has them.\n"
                   "--by source ranks the source lines that launched device work instead (a run\n"
-                  "with launch stacks: NB_STACKS=launch or all), as PREFIX.source.txt has them.\n",
+                  "with launch stacks: NB_STACKS=launch or all), as PREFIX.source.txt has them.\n"
+                  "--folded writes the run's flame graph files from its trace instead:\n"
+                  "PREFIX.device.folded and PREFIX.host.folded (a run with launch stacks).\n",
                   kUsage);
       return 0;
     }
     if (a == "--sort" || a.rfind("--sort=", 0) == 0) take("--sort", sort);
     else if (a == "--rows" || a.rfind("--rows=", 0) == 0) take("--rows", rows);
     else if (a == "--by" || a.rfind("--by=", 0) == 0) take("--by", by);
+    else if (a == "--folded") folded = true;
     else if (a.size() > 1 && a[0] == '-') fail("unknown option " + a + " (" + kUsage + ")");
     else if (run.empty()) run = a;
     else fail("unexpected argument '" + a + "' (" + kUsage + ")");
@@ -294,6 +339,17 @@ int main(int argc, char** argv) {
   }
   if (!sort.empty()) table.options.sort = sort_key;
   if (!rows.empty()) table.options.max_rows = max_rows;
+  if (folded) {
+    if (!by.empty() || !sort.empty() || !rows.empty()) fail("--folded writes files; it takes no --by, --sort or --rows");
+    if (table.device_folded.empty() && table.host_folded.empty()) {
+      fail(path + " has no folded stacks: its run took no launch stacks (record it with NB_STACKS=launch or all)");
+    }
+    const std::string prefix = prefix_of(run);
+    write_whole(prefix + ".device.folded", table.device_folded);
+    write_whole(prefix + ".host.folded", table.host_folded);
+    std::printf("wrote %s.device.folded (device ns) and %s.host.folded (host ns)\n", prefix.c_str(), prefix.c_str());
+    return std::fflush(stdout) == 0 ? 0 : 1;
+  }
   std::string text;
   if (by == "source") {
     if (table.sources.empty()) {

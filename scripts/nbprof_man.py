@@ -48,7 +48,7 @@ nbprof \- run a CUDA program under nb: where its time and its device memory go
 [\fB\-\-for\fR \fISECONDS\fR] [\fIOPTIONS\fR] \fB\-\-\fR \fICOMMAND\fR [\fIARGS\fR...]
 .br
 .B nbprof stats
-\fIRUN\fR [\fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR] [\fB\-\-rows\fR \fIN\fR]
+\fIRUN\fR [\fB\-\-sort\fR \fBdevice\fR|\fBhost\fR|\fBcalls\fR|\fBname\fR] [\fB\-\-rows\fR \fIN\fR] [\fB\-\-by source\fR] [\fB\-\-folded\fR]
 .br
 .B nbprof report
 \fIRUN\fR [\fB\-\-json\fR] [\fB\-\-out\fR \fIPATH\fR] [\fB\-\-no\-picture\fR]
@@ -91,6 +91,9 @@ run's own; 0: every row, as \fIPREFIX\fR.table.txt has them), the regions'
 too. \fB\-\-by source\fR prints the source lines that launched device work
 instead, by the device time of that work (a run with launch stacks,
 \fBNB_STACKS=launch\fR or \fBall\fR; as \fIPREFIX\fR.source.txt has them).
+\fB\-\-folded\fR writes the run's flame graph files from its trace instead,
+\fIPREFIX\fR.device.folded and \fIPREFIX\fR.host.folded (a run with launch
+stacks).
 .TP
 \fBreport\fR \fIRUN\fR
 Says what a finished run's device memory did, from its snapshot and trace:

@@ -3,10 +3,13 @@
 // (a parent's total = its self + its children's totals), in a whole run's
 // table and in a window's, and the same again from `nbprof stats`.
 // test/programs/regions.cpp makes them.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdint>
+
 #include <map>
 #include <string>
 
@@ -186,11 +189,24 @@ TEST_CASE("folded stacks: with launch stacks, device time by the launching stack
   const std::string host = nbtest::read_file(dir.file("out.host.folded"));
   CHECK(host.find(";cudaLaunchKernel ") != std::string::npos);
   CHECK(host.find("[no stack];cudaDeviceSynchronize ") != std::string::npos);
-  // Without launch stacks there is nothing to draw: no folded files.
+  // nbprof stats --folded writes the same two files from the trace alone.
+  REQUIRE(::unlink(dir.file("out.device.folded").c_str()) == 0);
+  REQUIRE(::unlink(dir.file("out.host.folded").c_str()) == 0);
+  const auto again = nbtest::run({NB_NBPROF_PATH, "stats", dir.file("out.trace.json.gz"), "--folded"});
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(nbtest::read_file(dir.file("out.device.folded")) == folded);
+  CHECK(nbtest::read_file(dir.file("out.host.folded")) == host);
+  // Without launch stacks there is nothing to draw: no folded files, and
+  // nbprof stats --folded says why.
   nbtest::TempDir plain;
   REQUIRE(run_regions(plain, {"2"}).exit_code == 0);
   CHECK_FALSE(nbtest::file_exists(plain.file("out.device.folded")));
   CHECK_FALSE(nbtest::file_exists(plain.file("out.host.folded")));
+  const auto none = nbtest::run({NB_NBPROF_PATH, "stats", plain.file("out"), "--folded"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("no folded stacks") != std::string::npos);
+  CHECK_FALSE(nbtest::file_exists(plain.file("out.device.folded")));
 }
 
 namespace {
