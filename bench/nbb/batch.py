@@ -16,6 +16,7 @@ from .run import GPU_PROGRAMS, ROOT, WORKLOADS
 # What the GPU machine needs from a build tree; paths that a build does not
 # have are skipped (a build without tests has no fakes).
 CARRIED = ["shim/libnb_shim.so", "shim/nb-libs", "collector/nb-options", "scripts/nbprof", "scripts/nb-demo",
+           "scripts/nb-stats",
            "bench/nb-bench-launch", "bench/nb-bench-clock", "bench/nb-bench-order-join", "test/fake_cuda",
            "test/programs/libpy_frames_probe.so"]
 

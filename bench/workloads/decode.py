@@ -212,6 +212,29 @@ def program_steps(args):
                      experimental_config=verbose) as prof:
             run()
         prof.export_stacks(f"{out}/torch.stacks", "self_cuda_time_total")
+        # Where export_stacks' total comes from: the events with a stack and
+        # self device time, by name, against the device work in torch's own
+        # trace of the same steps (torch.stacks.account.json).
+        by_name = {}
+        for e in prof.events():
+            self_us = getattr(e, "self_device_time_total", 0)
+            if e.stack and int(self_us) > 0:
+                n, t = by_name.get(e.name, (0, 0.0))
+                by_name[e.name] = (n + 1, t + self_us)
+        prof.export_chrome_trace(f"{out}/torch-stacks.trace.json")
+        with open(f"{out}/torch-stacks.trace.json") as f:
+            events = json.load(f)["traceEvents"]
+        work_us = sum(e.get("dur", 0) for e in events
+                      if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+        with open(f"{out}/torch.stacks") as f:
+            stacks_us = sum(int(line.rsplit(" ", 1)[1]) for line in f if line.strip())
+        account = {"device_work_us_in_trace": work_us, "export_stacks_us": stacks_us,
+                   "stacked_self_device_us_by_event": sorted(([k, n, t] for k, (n, t) in by_name.items()),
+                                                              key=lambda r: -r[2])}
+        with open(f"{out}/torch.stacks.account.json", "w") as f:
+            json.dump(account, f, indent=1)
+        print("torch-stacks: device work in its trace", round(work_us), "us; export_stacks", stacks_us,
+              "us; top stacked events", account["stacked_self_device_us_by_event"][:6], flush=True)
     elif who == "window":
         torch.cuda.profiler.start()
         run()
