@@ -14,6 +14,7 @@
 #include "core/recorder.h"
 #include "shim/device_tracing.h"
 #include "shim/exit_signals.h"
+#include "shim/native_unwind.h"
 #include "shim/python_frames.h"
 #include "shim/real_functions.h"
 #include "shim/runtime.h"
@@ -253,6 +254,10 @@ bool finish(bool wait_for_other) {
     log::error("could not write the outputs (out of memory?)");
   }
   set_state(State::Stopped);
+  if (log::enabled(LogLevel::Debug)) {
+    const std::string why = unwind_fallbacks_text();
+    if (!why.empty()) log::debug(why);
+  }
   if (const uint64_t late = calls_after_exit_began()) {
     log::print("nb: " + std::to_string(late) + " CUDA calls made while nb wrote its files at exit are not in them\n");
   }

@@ -1,10 +1,13 @@
 #include "shim/native_unwind.h"
 
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -262,6 +265,34 @@ bool init_thread(UnwindThread& t) {
 
 constexpr int kStale = -2;
 
+// Why stacks went to libunwind, for NB_LOG=debug (unwind_fallbacks_text):
+// counts by reason, and the first pcs that stopped a walk. Touched on the
+// fallback path only.
+enum Reason : uint8_t { kOtherStack, kNoRuleNow, kOtherRule, kFrameUnknown, kCfaOutside, kReasons };
+constexpr const char* kReasonText[kReasons] = {
+    "a stack other than the thread's own (a signal's, a coroutine's), or none known",
+    "no rule at hand (nb's lock busy or no memory)", "a rule nb does not follow (no FDE, a CFA expression, no module)",
+    "a frame-pointer rule with the frame pointer unknown", "a CFA outside the thread's stack"};
+std::atomic<uint64_t> g_fallbacks[kReasons];
+constexpr int kFallbackPcs = 16;
+std::atomic<uint64_t> g_fallback_pc[kFallbackPcs];
+std::atomic<uint8_t> g_fallback_reason[kFallbackPcs];
+
+int give_up(Reason why, uint64_t pc) {
+  g_fallbacks[why].fetch_add(1, std::memory_order_relaxed);
+  if (pc == 0) return -1;  // not a frame's
+  for (int i = 0; i < kFallbackPcs; ++i) {
+    uint64_t seen = g_fallback_pc[i].load(std::memory_order_relaxed);
+    if (seen == pc) return -1;
+    if (seen == 0 && g_fallback_pc[i].compare_exchange_strong(seen, pc, std::memory_order_relaxed)) {
+      g_fallback_reason[i].store(why, std::memory_order_relaxed);
+      return -1;
+    }
+    if (seen == pc) return -1;
+  }
+  return -1;
+}
+
 // The walk from this state: a frame at `pc` (its exact rules; return
 // addresses after it look up the call before them) with these rsp and rbp.
 // kStale: an unload was seen during it (g_generation), so some of the rules
@@ -289,9 +320,11 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
         k < t.seen_n && last[k].sp == sp && last[k].pc == lookup ? last[k].rule : rule_for(t, lookup);
     if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
-    if (r.kind != cfi::Kind::Rsp && (r.kind != cfi::Kind::Rbp || !fp_known)) return -1;
+    if (r.kind == cfi::Kind::Unknown) return give_up(kNoRuleNow, lookup);
+    if (r.kind != cfi::Kind::Rsp && r.kind != cfi::Kind::Rbp) return give_up(kOtherRule, lookup);
+    if (r.kind == cfi::Kind::Rbp && !fp_known) return give_up(kFrameUnknown, lookup);
     const uint64_t cfa = (r.kind == cfi::Kind::Rsp ? sp : fp) + static_cast<uint64_t>(int64_t(r.cfa_offset));
-    if (cfa < sp + 8 || cfa > t.stack_hi) return -1;
+    if (cfa < sp + 8 || cfa > t.stack_hi) return give_up(kCfaOutside, lookup);
     const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (r.rbp_offset == cfi::kRbpUndefined) {
       fp_known = false;
@@ -317,13 +350,13 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
 
 int unwind_native(uint64_t* out, int max) {
   UnwindThread& t = t_unwind;
-  if (t.table == nullptr && !init_thread(t)) return -1;
+  if (t.table == nullptr && !init_thread(t)) return give_up(kOtherStack, 0);
   uint64_t pc, sp, fp;
   // This frame's own state, at the label: the first rule looked up is this
   // function's at that address, so that out[0] is our caller's return
   // address, as unw_backtrace's is.
   asm volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
-  if (sp < t.stack_lo || sp >= t.stack_hi) return -1;  // on another stack (a signal's, a coroutine's)
+  if (sp < t.stack_lo || sp >= t.stack_hi) return give_up(kOtherStack, 0);  // a signal's, a coroutine's
   if (__builtin_expect(++t.stacks % kCheckEvery == 0, 0)) check_loader();
   int n = walk(t, pc, sp, fp, out, max);
   // Once more from rules read afresh, rather than hand the stack to
@@ -332,6 +365,33 @@ int unwind_native(uint64_t* out, int max) {
   // (test_unwind.cpp's reload case did, with the bundled libunwind 1.6).
   if (n == kStale) n = walk(t, pc, sp, fp, out, max);
   return n < 0 ? -1 : n;
+}
+
+std::string unwind_fallbacks_text() {
+  std::string out;
+  for (int w = 0; w < kReasons; ++w) {
+    const uint64_t n = g_fallbacks[w].load(std::memory_order_relaxed);
+    if (n == 0) continue;
+    out += (out.empty() ? "" : "; ") + std::to_string(n) + " at " + kReasonText[w];
+  }
+  if (out.empty()) return out;
+  out = "native stacks left to libunwind: " + out + ". First pcs:";
+  for (int i = 0; i < kFallbackPcs; ++i) {
+    const uint64_t pc = g_fallback_pc[i].load(std::memory_order_relaxed);
+    if (pc == 0) break;
+    Dl_info info{};
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " [%u] 0x%llx", static_cast<unsigned>(g_fallback_reason[i].load()),
+                  static_cast<unsigned long long>(pc));
+    out += buf;
+    if (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_fname != nullptr) {
+      std::snprintf(buf, sizeof buf, " %s+0x%llx", info.dli_fname,
+                    static_cast<unsigned long long>(pc - reinterpret_cast<uint64_t>(info.dli_fbase)));
+      out += buf;
+      if (info.dli_sname != nullptr) out += std::string(" (") + info.dli_sname + ")";
+    }
+  }
+  return out;
 }
 
 void release_unwind_thread() {

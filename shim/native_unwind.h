@@ -17,6 +17,7 @@
 // current stack pointer and the top of the thread's stack.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace nb::shim {
 
@@ -25,6 +26,11 @@ namespace nb::shim {
 // lock (tried, never waited for: busy means -1) and the loader's
 // (dl_iterate_phdr).
 __attribute__((noinline)) int unwind_native(uint64_t* out, int max);
+
+// Why stacks were left to libunwind, so far (by reason, and the first pcs
+// that stopped a walk, with their module and symbol): "" when none were.
+// For NB_LOG=debug at the end.
+std::string unwind_fallbacks_text();
 
 // At the end of a thread that took stacks: frees its rule cache.
 void release_unwind_thread();
