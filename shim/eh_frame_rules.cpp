@@ -296,10 +296,18 @@ Rule other() {
   return r;
 }
 
+Rule chain() {
+  Rule r;
+  r.kind = Kind::Chain;
+  return r;
+}
+
 // The FDE whose range starts at or below pc, by the header's sorted table;
 // nullptr when the table is missing or encoded otherwise than GCC and the
-// linkers write it (data-relative signed 4-byte values).
-const uint8_t* find_fde(const uint8_t* hdr, uint64_t pc) {
+// linkers write it (data-relative signed 4-byte values). `below`: pc is
+// before the table's first entry (no FDE covers it).
+const uint8_t* find_fde(const uint8_t* hdr, uint64_t pc, bool& below) {
+  below = false;
   if (hdr[0] != 1) return nullptr;
   const uint8_t eh_frame_enc = hdr[1], count_enc = hdr[2], table_enc = hdr[3];
   const uint8_t* p = hdr + 4;
@@ -312,7 +320,10 @@ const uint8_t* find_fde(const uint8_t* hdr, uint64_t pc) {
   };
   const auto* table = reinterpret_cast<const Entry*>(p);
   const int64_t rel = static_cast<int64_t>(pc - base);
-  if (rel < table[0].start) return nullptr;
+  if (rel < table[0].start) {
+    below = true;
+    return nullptr;
+  }
   uint64_t lo = 0, hi = count;  // table[lo].start <= rel < table[hi].start
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
@@ -324,8 +335,9 @@ const uint8_t* find_fde(const uint8_t* hdr, uint64_t pc) {
 }  // namespace
 
 Rule rule_at(const uint8_t* eh_frame_hdr, uint64_t pc) {
-  const uint8_t* fde = find_fde(eh_frame_hdr, pc);
-  if (fde == nullptr) return other();
+  bool below = false;
+  const uint8_t* fde = find_fde(eh_frame_hdr, pc, below);
+  if (fde == nullptr) return below ? chain() : other();
   const uint8_t *p = nullptr, *end = nullptr;
   bool wide = false;
   if (!entry(fde, p, end, wide) || wide) return other();
@@ -336,7 +348,7 @@ Rule rule_at(const uint8_t* eh_frame_hdr, uint64_t pc) {
   if (!parse_cie(id_field - cie_back, cie)) return other();
   uint64_t begin = 0, range = 0;
   if (!encoded(p, cie.fde_enc, 0, begin) || !encoded(p, cie.fde_enc & 0x0f, 0, range)) return other();
-  if (pc < begin || pc - begin >= range) return other();  // no FDE covers pc
+  if (pc < begin || pc - begin >= range) return chain();  // no FDE covers pc
   if (cie.augmented) {
     const uint64_t len = uleb(p);
     p += len;

@@ -18,6 +18,7 @@ enum class Kind : uint8_t {
   Rbp,          // CFA = rbp + cfa_offset
   End,          // the return address is undefined: the outermost frame
   Other,        // none of the above: let libunwind do this stack
+  Chain,        // no FDE covers the pc: step by the frame-pointer chain, as libunwind does
 };
 
 // rbp of the caller: unchanged, or saved at CFA + rbp_offset, or unknown.
@@ -34,8 +35,9 @@ static_assert(sizeof(Rule) == 8);
 
 // The rule at `pc` (an instruction's address; for a return address, pass the
 // address before it) of the module whose PT_GNU_EH_FRAME segment is at
-// `eh_frame_hdr`. Kind::Other when the table has no entry for `pc`, or uses
-// an encoding this code does not read.
+// `eh_frame_hdr`. Kind::Chain when no entry of the table covers `pc` (code
+// built without unwind tables); Kind::Other when the table or the entry
+// uses an encoding this code does not read.
 Rule rule_at(const uint8_t* eh_frame_hdr, uint64_t pc);
 
 }  // namespace nb::shim::cfi

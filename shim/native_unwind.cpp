@@ -271,7 +271,7 @@ constexpr int kStale = -2;
 enum Reason : uint8_t { kOtherStack, kNoRuleNow, kOtherRule, kFrameUnknown, kCfaOutside, kReasons };
 constexpr const char* kReasonText[kReasons] = {
     "a stack other than the thread's own (a signal's, a coroutine's), or none known",
-    "no rule at hand (nb's lock busy or no memory)", "a rule nb does not follow (no FDE, a CFA expression, no module)",
+    "no rule at hand (nb's lock busy or no memory)", "a rule nb does not follow (a CFA expression, a signal frame, no module)",
     "a frame-pointer rule with the frame pointer unknown", "a CFA outside the thread's stack"};
 std::atomic<uint64_t> g_fallbacks[kReasons];
 constexpr int kFallbackPcs = 16;
@@ -321,6 +321,25 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
     if (r.kind == cfi::Kind::Unknown) return give_up(kNoRuleNow, lookup);
+    if (r.kind == cfi::Kind::Chain) {
+      // Code without unwind tables (some of cuBLASLt's): the caller's rbp
+      // and return address are where a frame-pointer prologue put them, as
+      // libunwind assumes for such a frame, with its limits: no rbp known,
+      // or a zero one, or a caller's rbp more than 16 KiB above this one's
+      // (garbage, not a frame) ends the stack here.
+      if (!fp_known) return give_up(kFrameUnknown, lookup);
+      if (fp == 0) break;
+      if (fp < sp || fp > t.stack_hi - 16) return give_up(kCfaOutside, lookup);
+      const uint64_t caller_fp = *reinterpret_cast<const uint64_t*>(fp);
+      if (caller_fp - fp > 0x4000 && caller_fp != 0) break;
+      const uint64_t ra = *reinterpret_cast<const uint64_t*>(fp + 8);
+      sp = fp + 16;
+      fp = caller_fp;
+      if (ra == 0) break;
+      out[n++] = ra;
+      lookup = ra - 1;
+      continue;
+    }
     if (r.kind != cfi::Kind::Rsp && r.kind != cfi::Kind::Rbp) return give_up(kOtherRule, lookup);
     if (r.kind == cfi::Kind::Rbp && !fp_known) return give_up(kFrameUnknown, lookup);
     const uint64_t cfa = (r.kind == cfi::Kind::Rsp ? sp : fp) + static_cast<uint64_t>(int64_t(r.cfa_offset));

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "shim/native_unwind.h"
+
+extern "C" void nb_test_no_cfi_call(void (*f)(void*), void* arg);
 
 namespace {
 
@@ -97,6 +100,26 @@ int compare(const void* a, const void* b) {
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);
 }
 
+// A function without unwind tables (as some of cuBLASLt's are): a
+// frame-pointer prologue and no CFI, so no FDE covers it. Both unwinders
+// step through it by the frame chain.
+asm(R"(
+  .text
+  .p2align 4
+  .globl nb_test_no_cfi_call
+  .type nb_test_no_cfi_call, @function
+nb_test_no_cfi_call:
+  push %rbp
+  mov %rsp, %rbp
+  sub $32, %rsp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  leave
+  ret
+  .size nb_test_no_cfi_call, .-nb_test_no_cfi_call
+)");
+
 Both g_on_altstack;
 void on_signal(int) { g_on_altstack.nb_n = nb::shim::unwind_native(g_on_altstack.nb.data(), 16); }
 
@@ -130,6 +153,20 @@ TEST_CASE("unwinder: stacks that share outer frames and differ inside, alternati
     INFO("stack " << i);
     require_same(b);
   }
+}
+
+TEST_CASE("unwinder: through a function that has no unwind tables, by its frame pointer", "[unit][unwind]") {
+  Both b;
+  nb_test_no_cfi_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  require_same(b);
+  // The frame without tables is in the stack (its return address: inside
+  // the call through it), not where the stack stopped.
+  const auto inside = [](uint64_t ra) {
+    return ra > reinterpret_cast<uint64_t>(&nb_test_no_cfi_call) &&
+           ra <= reinterpret_cast<uint64_t>(&nb_test_no_cfi_call) + 32;
+  };
+  CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
+  CHECK(nb::shim::unwind_fallbacks_text().find("frame-pointer rule") == std::string::npos);
 }
 
 TEST_CASE("unwinder: stops at the depth asked for", "[unit][unwind]") {
