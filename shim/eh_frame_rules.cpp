@@ -150,7 +150,8 @@ bool parse_cie(const uint8_t* at, Cie& c) {
   return true;
 }
 
-enum class How : uint8_t { Same, Undefined, Offset, Other };
+// AtRbp: saved at rbp + offset (a DW_CFA_expression of just DW_OP_breg6).
+enum class How : uint8_t { Same, Undefined, Offset, AtRbp, Other };
 struct RegRule {
   How how = How::Same;
   int64_t offset = 0;
@@ -159,6 +160,9 @@ struct Row {
   uint64_t cfa_reg = ~uint64_t(0);
   int64_t cfa_offset = 0;
   bool cfa_expression = false;
+  // The expression is GCC's for a realigned frame (DRAP): CFA = *(rbp + k),
+  // k in cfa_offset.
+  bool cfa_at_rbp = false;
   RegRule rbp, ra;
   bool rsp_set = false;  // a rule for rsp itself (other than "the CFA")
 };
@@ -220,18 +224,27 @@ class Machine {
         case 0x0c:  // def_cfa
           row_.cfa_reg = uleb(p);
           row_.cfa_offset = static_cast<int64_t>(uleb(p));
-          row_.cfa_expression = false;
+          row_.cfa_expression = row_.cfa_at_rbp = false;
           break;
         case 0x0d:
           row_.cfa_reg = uleb(p);
-          row_.cfa_expression = false;
+          row_.cfa_expression = row_.cfa_at_rbp = false;
           break;
         case 0x0e: row_.cfa_offset = static_cast<int64_t>(uleb(p)); break;
-        case 0x0f:  // def_cfa_expression
+        case 0x0f: {  // def_cfa_expression
           v = uleb(p);
+          const uint8_t* e = p;
           p += v;
           row_.cfa_expression = true;
+          // DW_OP_breg6 k; DW_OP_deref: CFA = *(rbp + k).
+          row_.cfa_at_rbp = v >= 3 && e[0] == 0x76 && e[v - 1] == 0x06;
+          if (row_.cfa_at_rbp) {
+            const uint8_t* k = e + 1;
+            row_.cfa_offset = sleb(k);
+            row_.cfa_at_rbp = k == p - 1;  // nothing else in it
+          }
           break;
+        }
         case 0x11:  // offset_extended_sf
           reg = uleb(p);
           set(reg, How::Offset, sleb(p) * cie_.data_align);
@@ -239,7 +252,7 @@ class Machine {
         case 0x12:  // def_cfa_sf
           row_.cfa_reg = uleb(p);
           row_.cfa_offset = sleb(p) * cie_.data_align;
-          row_.cfa_expression = false;
+          row_.cfa_expression = row_.cfa_at_rbp = false;
           break;
         case 0x13: row_.cfa_offset = sleb(p) * cie_.data_align; break;
         case 0x14:  // val_offset
@@ -249,12 +262,23 @@ class Machine {
           set(reg, How::Other, 0);
           break;
         case 0x10:  // expression
-        case 0x16:  // val_expression
+        case 0x16: {  // val_expression
           reg = uleb(p);
           v = uleb(p);
+          const uint8_t* e = p;
           p += v;
+          // Saved at rbp + k (DW_OP_breg6 k alone): a realigned frame's rbp.
+          if (op == 0x10 && v >= 2 && e[0] == 0x76) {
+            const uint8_t* k = e + 1;
+            const int64_t off = sleb(k);
+            if (k == p) {
+              set(reg, How::AtRbp, off);
+              break;
+            }
+          }
           set(reg, How::Other, 0);
           break;
+        }
         case 0x2e: uleb(p); break;  // GNU_args_size
         case 0x2f:                  // GNU_negative_offset_extended
           reg = uleb(p);
@@ -364,8 +388,19 @@ Rule rule_at(const uint8_t* eh_frame_hdr, uint64_t pc) {
     r.kind = Kind::End;
     return r;
   }
-  if (cie.signal || row.cfa_expression || row.rsp_set) return other();
+  if (cie.signal || row.rsp_set) return other();
   if (row.ra.how != How::Offset || row.ra.offset != -8) return other();
+  if (row.cfa_expression) {
+    // A realigned frame (GCC's DRAP, as in cuBLASLt): CFA = *(rbp + k), the
+    // caller's rbp at rbp + j. Anything else computed: libunwind.
+    if (!row.cfa_at_rbp || row.rbp.how != How::AtRbp) return other();
+    if (row.cfa_offset < INT16_MIN || row.cfa_offset > INT16_MAX) return other();
+    if (row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX) return other();
+    r.kind = Kind::RbpDeref;
+    r.cfa_offset = static_cast<int32_t>(row.cfa_offset);
+    r.rbp_offset = static_cast<int16_t>(row.rbp.offset);
+    return r;
+  }
   if (row.cfa_offset < 8 || row.cfa_offset > INT32_MAX) return other();
   if (row.cfa_reg == kRsp) {
     r.kind = Kind::Rsp;
@@ -382,6 +417,7 @@ Rule rule_at(const uint8_t* eh_frame_hdr, uint64_t pc) {
       if (row.rbp.offset >= 0 || row.rbp.offset <= INT16_MIN) return other();
       r.rbp_offset = static_cast<int16_t>(row.rbp.offset);
       break;
+    case How::AtRbp:
     case How::Other: return other();
   }
   return r;

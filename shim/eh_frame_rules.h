@@ -19,6 +19,7 @@ enum class Kind : uint8_t {
   End,          // the return address is undefined: the outermost frame
   Other,        // none of the above: let libunwind do this stack
   Chain,        // no FDE covers the pc: step by the frame-pointer chain, as libunwind does
+  RbpDeref,     // a realigned frame: CFA = *(rbp + cfa_offset), the caller's rbp at rbp + rbp_offset
 };
 
 // rbp of the caller: unchanged, or saved at CFA + rbp_offset, or unknown.

@@ -340,6 +340,25 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
       lookup = ra - 1;
       continue;
     }
+    if (r.kind == cfi::Kind::RbpDeref) {
+      // A frame realigned by GCC's DRAP (cuBLASLt's): the CFA is stored at
+      // rbp + k, the caller's rbp at rbp + j, both in this frame.
+      if (!fp_known) return give_up(kFrameUnknown, lookup);
+      const uint64_t cfa_at = fp + static_cast<uint64_t>(int64_t(r.cfa_offset));
+      const uint64_t rbp_at = fp + static_cast<uint64_t>(int64_t(r.rbp_offset));
+      if (cfa_at < sp || cfa_at > t.stack_hi - 8 || rbp_at < sp || rbp_at > t.stack_hi - 8) {
+        return give_up(kCfaOutside, lookup);
+      }
+      const uint64_t cfa = *reinterpret_cast<const uint64_t*>(cfa_at);
+      if (cfa < sp + 8 || cfa > t.stack_hi) return give_up(kCfaOutside, lookup);
+      const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
+      fp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      sp = cfa;
+      if (ra == 0) break;
+      out[n++] = ra;
+      lookup = ra - 1;
+      continue;
+    }
     if (r.kind != cfi::Kind::Rsp && r.kind != cfi::Kind::Rbp) return give_up(kOtherRule, lookup);
     if (r.kind == cfi::Kind::Rbp && !fp_known) return give_up(kFrameUnknown, lookup);
     const uint64_t cfa = (r.kind == cfi::Kind::Rsp ? sp : fp) + static_cast<uint64_t>(int64_t(r.cfa_offset));

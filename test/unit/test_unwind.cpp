@@ -21,6 +21,7 @@
 #include "shim/native_unwind.h"
 
 extern "C" void nb_test_no_cfi_call(void (*f)(void*), void* arg);
+extern "C" void nb_test_realigned_call(void (*f)(void*), void* arg);
 
 namespace {
 
@@ -120,6 +121,42 @@ nb_test_no_cfi_call:
   .size nb_test_no_cfi_call, .-nb_test_no_cfi_call
 )");
 
+// A frame realigned as GCC does it for 64-byte aligned locals (DRAP, as in
+// cuBLASLt): in its body the CFA is read from the frame (*(rbp - 8), where
+// r10 was pushed) and the caller's rbp is at rbp + 0, both DWARF
+// expressions.
+asm(R"(
+  .text
+  .p2align 4
+  .globl nb_test_realigned_call
+  .type nb_test_realigned_call, @function
+nb_test_realigned_call:
+  .cfi_startproc
+  lea 0x8(%rsp), %r10
+  .cfi_def_cfa %r10, 0
+  and $-64, %rsp
+  push -0x8(%r10)
+  push %rbp
+  .cfi_escape 0x10, 0x6, 0x2, 0x76, 0x0
+  mov %rsp, %rbp
+  push %r10
+  .cfi_escape 0xf, 0x3, 0x76, 0x78, 0x6
+  sub $8, %rsp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  lea -0x8(%rbp), %rsp
+  pop %r10
+  .cfi_def_cfa %r10, 0
+  pop %rbp
+  .cfi_restore %rbp
+  lea -0x8(%r10), %rsp
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size nb_test_realigned_call, .-nb_test_realigned_call
+)");
+
 Both g_on_altstack;
 void on_signal(int) { g_on_altstack.nb_n = nb::shim::unwind_native(g_on_altstack.nb.data(), 16); }
 
@@ -167,6 +204,19 @@ TEST_CASE("unwinder: through a function that has no unwind tables, by its frame 
   };
   CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
   CHECK(nb::shim::unwind_fallbacks_text().find("frame-pointer rule") == std::string::npos);
+}
+
+TEST_CASE("unwinder: through a realigned frame whose CFA is read from the frame (GCC's DRAP)", "[unit][unwind]") {
+  const std::string before = nb::shim::unwind_fallbacks_text();
+  Both b;
+  nb_test_realigned_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  require_same(b);
+  const auto inside = [](uint64_t ra) {
+    return ra > reinterpret_cast<uint64_t>(&nb_test_realigned_call) &&
+           ra <= reinterpret_cast<uint64_t>(&nb_test_realigned_call) + 64;
+  };
+  CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
+  CHECK(nb::shim::unwind_fallbacks_text() == before);  // nb read it, not libunwind
 }
 
 TEST_CASE("unwinder: stops at the depth asked for", "[unit][unwind]") {
