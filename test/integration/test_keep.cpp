@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <sstream>
+#include <fstream>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -43,6 +46,33 @@ pid_t start_demo(const nbtest::TempDir& dir, const std::map<std::string, std::st
   args.push_back(nullptr);
   execv(args[0], args.data());
   _exit(127);
+}
+
+// CPU seconds the demo's main thread has run. Its paced loop waits by
+// spinning, so this is how long the loop has run, however loaded the
+// machine is (a sleep of the test's own can end before the demo has even
+// started its loop). -1 once the thread is gone.
+double loop_cpu_s(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 13; ++i) in >> field;  // state .. cmajflt: utime is field 14, stime 15
+  unsigned long long utime = 0, stime = 0;
+  if (!(in >> utime >> stime)) return -1;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Waits (at most 60 s) until the demo's loop has run `seconds` more.
+void wait_loop(pid_t pid, double seconds) {
+  const double from = std::max(0.0, loop_cpu_s(pid));
+  for (int i = 0; i < 6000; ++i) {
+    const double now = loop_cpu_s(pid);
+    if (now < 0 || now - from >= seconds) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace
@@ -106,12 +136,13 @@ TEST_CASE("NB_KEEP with NB_TRIGGER=signal: each SIGUSR2 writes the last DURATION
   env["NB_PRINT_TABLE"] = "0";
   const pid_t pid = start_demo(dir, env, 7);
   REQUIRE(pid > 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // By the loop's own progress, not the clock: under load the demo starts late.
+  wait_loop(pid, 1.5);
   kill(pid, SIGUSR2);
   for (int i = 0; i < 100 && !nbtest::file_exists(dir.file("k.d1.table.txt")); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  wait_loop(pid, 1.2);
   kill(pid, SIGUSR2);
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
