@@ -27,7 +27,7 @@ char* put(char* p, T v) {
   return p + sizeof v;
 }
 char* put_bytes(char* p, const void* s, size_t n) {
-  std::memcpy(p, s, n);
+  if (n != 0) std::memcpy(p, s, n);  // (s may be null when n is 0: an empty view)
   return p + n;
 }
 

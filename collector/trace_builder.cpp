@@ -233,10 +233,10 @@ uint64_t TraceBuilder::emit_host(const Record& r, uint32_t correlation) {
     // refer to it.
     e.stack = r.stack;
     a.push_back(Arg::uinteger("stack", r.stack));
-    if (r.stack >= stack_seen_.size()) stack_seen_.resize(r.stack + 1 + r.stack / 2);
+    if (r.stack >= stack_seen_.size()) stack_seen_.resize(size_t(r.stack) + 1 + r.stack / 2);
     if (!stack_seen_[r.stack]) {
+      stacks_used_.insert(r.stack);  // first: should it throw, the next use tries again
       stack_seen_[r.stack] = true;
-      stacks_used_.insert(r.stack);
     }
   } else {
     e.stack = 0;
@@ -369,9 +369,9 @@ void TraceBuilder::device(const DeviceRecord& d, const CorrelationLink* link) {
     add_cover(host_tid, Cover{host_start_ns, d.start, d.end, d.device, d.stream});
   }
   if (d.device != last_stream_.first || d.stream != last_stream_.second) {  // (a set lookup per record otherwise)
-    last_stream_ = {d.device, d.stream};
-    streams_.insert(last_stream_);
+    streams_.insert({d.device, d.stream});
     gpus_.insert(d.device);
+    last_stream_ = {d.device, d.stream};
   }
   emit_device(e);
   if (on_device_) on_device_(d, origin);

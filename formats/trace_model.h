@@ -74,8 +74,9 @@ class ArgList {
   // Events are swapped (emit_device): moved, not copied.
   ArgList(ArgList&& o) noexcept : room_(std::move(o.room_)), size_(o.size_) { o.size_ = 0; }
   ArgList& operator=(ArgList&& o) noexcept {
-    room_.swap(o.room_);
-    std::swap(size_, o.size_);
+    room_.swap(o.room_);  // o keeps our room, none of our arguments
+    size_ = o.size_;
+    o.size_ = 0;
     return *this;
   }
   ArgList& operator=(const ArgList& o) {
@@ -87,8 +88,9 @@ class ArgList {
     return *this;
   }
   void push_back(const Arg& a) {
+    const Arg copy = a;  // `a` may be one of ours, moved by grow()
     if (size_ == room_.size()) grow();
-    room_[size_++] = a;
+    room_[size_++] = copy;
   }
   void clear() { size_ = 0; }
   void reserve(size_t n) {

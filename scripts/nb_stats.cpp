@@ -246,17 +246,24 @@ void write_whole(const std::string& path, const std::string& text) {
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) fail("cannot write " + path + ": " + std::strerror(errno));
   size_t done = 0;
+  int saved = 0;
   while (done < text.size()) {
     const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) {
+      saved = w < 0 ? errno : EIO;
+      break;
+    }
     done += static_cast<size_t>(w);
   }
-  const int saved = errno;
-  ::fchmod(fd, 0644);
-  const bool ok = done == text.size() && ::close(fd) == 0;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(ok ? errno : saved);
+  // mkstemp's file is 0600: give it what a new file would get.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0 && saved == 0) saved = errno;
+  if (::close(fd) != 0 && saved == 0) saved = errno;
+  if (saved == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) saved = errno;
+  if (saved != 0) {
+    const std::string why = std::strerror(saved);
     ::unlink(tmp.c_str());
     fail("cannot write " + path + ": " + why);
   }

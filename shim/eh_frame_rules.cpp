@@ -226,18 +226,23 @@ class Machine {
           row_.cfa_offset = static_cast<int64_t>(uleb(p));
           row_.cfa_expression = row_.cfa_at_rbp = false;
           break;
-        case 0x0d:
-          row_.cfa_reg = uleb(p);
-          row_.cfa_expression = row_.cfa_at_rbp = false;
+        case 0x0d:  // def_cfa_register (after an expression: not valid; Other)
+          reg = uleb(p);
+          if (row_.cfa_expression) row_.cfa_at_rbp = false; else row_.cfa_reg = reg;
           break;
-        case 0x0e: row_.cfa_offset = static_cast<int64_t>(uleb(p)); break;
+        case 0x0e:  // def_cfa_offset (the same)
+          v = uleb(p);
+          if (row_.cfa_expression) row_.cfa_at_rbp = false; else row_.cfa_offset = static_cast<int64_t>(v);
+          break;
         case 0x0f: {  // def_cfa_expression
           v = uleb(p);
+          if (v > static_cast<uint64_t>(end - p)) return false;
           const uint8_t* e = p;
           p += v;
           row_.cfa_expression = true;
-          // DW_OP_breg6 k; DW_OP_deref: CFA = *(rbp + k).
-          row_.cfa_at_rbp = v >= 3 && e[0] == 0x76 && e[v - 1] == 0x06;
+          // DW_OP_breg6 k; DW_OP_deref: CFA = *(rbp + k) (k's last byte
+          // just before the deref, so that reading it stays inside).
+          row_.cfa_at_rbp = v >= 3 && e[0] == 0x76 && e[v - 1] == 0x06 && e[v - 2] < 0x80;
           if (row_.cfa_at_rbp) {
             const uint8_t* k = e + 1;
             row_.cfa_offset = sleb(k);
@@ -254,7 +259,11 @@ class Machine {
           row_.cfa_offset = sleb(p) * cie_.data_align;
           row_.cfa_expression = row_.cfa_at_rbp = false;
           break;
-        case 0x13: row_.cfa_offset = sleb(p) * cie_.data_align; break;
+        case 0x13: {  // def_cfa_offset_sf (the same)
+          const int64_t off = sleb(p) * cie_.data_align;
+          if (row_.cfa_expression) row_.cfa_at_rbp = false; else row_.cfa_offset = off;
+          break;
+        }
         case 0x14:  // val_offset
         case 0x15:  // val_offset_sf
           reg = uleb(p);
@@ -265,10 +274,11 @@ class Machine {
         case 0x16: {  // val_expression
           reg = uleb(p);
           v = uleb(p);
+          if (v > static_cast<uint64_t>(end - p)) return false;
           const uint8_t* e = p;
           p += v;
           // Saved at rbp + k (DW_OP_breg6 k alone): a realigned frame's rbp.
-          if (op == 0x10 && v >= 2 && e[0] == 0x76) {
+          if (op == 0x10 && v >= 2 && e[0] == 0x76 && e[v - 1] < 0x80) {
             const uint8_t* k = e + 1;
             const int64_t off = sleb(k);
             if (k == p) {

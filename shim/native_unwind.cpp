@@ -268,11 +268,12 @@ constexpr int kStale = -2;
 // Why stacks went to libunwind, for NB_LOG=debug (unwind_fallbacks_text):
 // counts by reason, and the first pcs that stopped a walk. Touched on the
 // fallback path only.
-enum Reason : uint8_t { kOtherStack, kNoRuleNow, kOtherRule, kFrameUnknown, kCfaOutside, kReasons };
+enum Reason : uint8_t { kOtherStack, kNoRuleNow, kOtherRule, kFrameUnknown, kCfaOutside, kUnloaded, kReasons };
 constexpr const char* kReasonText[kReasons] = {
     "a stack other than the thread's own (a signal's, a coroutine's), or none known",
     "no rule at hand (nb's lock busy or no memory)", "a rule nb does not follow (a CFA expression, a signal frame, no module)",
-    "a frame-pointer rule with the frame pointer unknown", "a CFA outside the thread's stack"};
+    "a frame-pointer rule with the frame pointer unknown", "a CFA outside the thread's stack",
+    "libraries unloaded during the walk, twice"};
 std::atomic<uint64_t> g_fallbacks[kReasons];
 constexpr int kFallbackPcs = 16;
 std::atomic<uint64_t> g_fallback_pc[kFallbackPcs];
@@ -322,16 +323,16 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     if (r.kind == cfi::Kind::End) break;
     if (r.kind == cfi::Kind::Unknown) return give_up(kNoRuleNow, lookup);
     if (r.kind == cfi::Kind::Chain) {
-      // Code without unwind tables (some of cuBLASLt's): the caller's rbp
-      // and return address are where a frame-pointer prologue put them, as
-      // libunwind assumes for such a frame, with its limits: no rbp known,
-      // or a zero one, or a caller's rbp more than 16 KiB above this one's
-      // (garbage, not a frame) ends the stack here.
+      // Code without unwind tables: the caller's rbp and return address are
+      // where a frame-pointer prologue put them, as libunwind (1.6) assumes
+      // for such a frame, with its limits: a zero rbp, or one below this
+      // frame's stack pointer or more than 16 KiB above it (not this
+      // frame's: a guess that failed), ends the stack here. Nothing is
+      // assumed of the caller's rbp: the caller may not keep a frame pointer.
       if (!fp_known) return give_up(kFrameUnknown, lookup);
-      if (fp == 0) break;
-      if (fp < sp || fp > t.stack_hi - 16) return give_up(kCfaOutside, lookup);
+      if (fp == 0 || fp < sp || fp - sp > 0x4000) break;
+      if (fp > t.stack_hi - 16) return give_up(kCfaOutside, lookup);
       const uint64_t caller_fp = *reinterpret_cast<const uint64_t*>(fp);
-      if (caller_fp - fp > 0x4000 && caller_fp != 0) break;
       const uint64_t ra = *reinterpret_cast<const uint64_t*>(fp + 8);
       sp = fp + 16;
       fp = caller_fp;
@@ -402,6 +403,7 @@ int unwind_native(uint64_t* out, int max) {
   // library is replaced at the same addresses unw_backtrace can crash
   // (test_unwind.cpp's reload case did, with the bundled libunwind 1.6).
   if (n == kStale) n = walk(t, pc, sp, fp, out, max);
+  if (n == kStale) return give_up(kUnloaded, 0);
   return n < 0 ? -1 : n;
 }
 
@@ -414,18 +416,18 @@ std::string unwind_fallbacks_text() {
   }
   if (out.empty()) return out;
   out = "native stacks left to libunwind: " + out + ". First pcs:";
+  const auto hex = [](uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  };
   for (int i = 0; i < kFallbackPcs; ++i) {
     const uint64_t pc = g_fallback_pc[i].load(std::memory_order_relaxed);
     if (pc == 0) break;
+    out += " [" + std::to_string(g_fallback_reason[i].load(std::memory_order_relaxed)) + "] " + hex(pc);
     Dl_info info{};
-    char buf[96];
-    std::snprintf(buf, sizeof buf, " [%u] 0x%llx", static_cast<unsigned>(g_fallback_reason[i].load()),
-                  static_cast<unsigned long long>(pc));
-    out += buf;
     if (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_fname != nullptr) {
-      std::snprintf(buf, sizeof buf, " %s+0x%llx", info.dli_fname,
-                    static_cast<unsigned long long>(pc - reinterpret_cast<uint64_t>(info.dli_fbase)));
-      out += buf;
+      out += std::string(" ") + info.dli_fname + "+" + hex(pc - reinterpret_cast<uint64_t>(info.dli_fbase));
       if (info.dli_sname != nullptr) out += std::string(" (") + info.dli_sname + ")";
     }
   }

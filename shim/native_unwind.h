@@ -11,8 +11,9 @@
 // pointer, with libunwind's own limits (native_unwind.cpp). Any frame it
 // cannot step through (a rule of Kind::Other, a pc outside every module, a
 // CFA outside the thread's stack) makes it give up, and the caller takes
-// the stack with libunwind instead: the two do not differ in what they
-// return, only in cost. (One exception, bounded: a
+// the stack with libunwind instead. Both follow the same rules, frame by
+// frame (test_unwind.cpp compares them on every shape of frame it makes;
+// docs/gpu-validation.md on the H200's decode loop), and differ in cost. (One exception, bounded: a
 // library unloaded and another mapped at its addresses at once may be
 // stepped through by the first one's rules for up to 32 stacks of a thread;
 // native_unwind.cpp, kCheckEvery.) Reads of the stack are kept between the

@@ -22,6 +22,7 @@
 
 extern "C" void nb_test_no_cfi_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_realigned_call(void (*f)(void*), void* arg);
+extern "C" void nb_test_odd_rbp_call(void (*f)(void*), void* arg);
 
 namespace {
 
@@ -119,6 +120,22 @@ nb_test_no_cfi_call:
   leave
   ret
   .size nb_test_no_cfi_call, .-nb_test_no_cfi_call
+
+  .p2align 4
+  .globl nb_test_odd_rbp_call
+  .type nb_test_odd_rbp_call, @function
+nb_test_odd_rbp_call:   /* nb_test_no_cfi_call(f, arg) with rbp holding no frame's address */
+  .cfi_startproc
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  mov $0x1234, %rbp
+  call nb_test_no_cfi_call
+  pop %rbp
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size nb_test_odd_rbp_call, .-nb_test_odd_rbp_call
 )");
 
 // A frame realigned as GCC does it for 64-byte aligned locals (DRAP, as in
@@ -204,6 +221,19 @@ TEST_CASE("unwinder: through a function that has no unwind tables, by its frame 
   };
   CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
   CHECK(nb::shim::unwind_fallbacks_text().find("frame-pointer rule") == std::string::npos);
+}
+
+TEST_CASE("unwinder: through a function without tables whose caller keeps no frame pointer in rbp", "[unit][unwind]") {
+  // The frame chain's guess is checked against the frame being stepped, not
+  // its caller's rbp (0x1234 here): the walk goes on past the caller.
+  Both b;
+  nb_test_odd_rbp_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  require_same(b);
+  const auto in_caller = [](uint64_t ra) {
+    return ra > reinterpret_cast<uint64_t>(&nb_test_odd_rbp_call) &&
+           ra <= reinterpret_cast<uint64_t>(&nb_test_odd_rbp_call) + 32;
+  };
+  CHECK(std::any_of(b.nb.begin(), b.nb.end(), in_caller));
 }
 
 TEST_CASE("unwinder: through a realigned frame whose CFA is read from the frame (GCC's DRAP)", "[unit][unwind]") {
