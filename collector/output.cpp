@@ -45,8 +45,9 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   const bool snapshot_ok = write_output_file(
       snapshot_path, ctx.overwrite,
       [&](std::ostream& os) { formats::write_memory_snapshot(build_snapshot(s, ctx), os); }, snapshot_problem);
+  // Its table's sources and folded stacks are also the files beside it.
+  const formats::TraceData frame = build_trace_frame(s, ctx, trace.base_ns());
   {
-    const formats::TraceData frame = build_trace_frame(s, ctx, trace.base_ns());
     TraceFinish how;
     how.overwrite = ctx.overwrite;
     how.keep_body = ctx.dump;
@@ -80,9 +81,9 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
     formats::TableOptions all = opt;
     all.max_rows = 0;
     write(ctx.prefix + ".source.txt",
-          [&](std::ostream& os) { os << formats::format_source_table(build_source_rows(s, ctx), all, device_sum); });
-    write(ctx.prefix + ".device.folded", [&](std::ostream& os) { os << build_device_folded(s, ctx); });
-    write(ctx.prefix + ".host.folded", [&](std::ostream& os) { os << build_host_folded(s, ctx); });
+          [&](std::ostream& os) { os << formats::format_source_table(frame.table.sources, all, device_sum); });
+    write(ctx.prefix + ".device.folded", [&](std::ostream& os) { os << frame.table.device_folded; });
+    write(ctx.prefix + ".host.folded", [&](std::ostream& os) { os << frame.table.host_folded; });
   }
   opt.max_rows = ctx.table_rows;
   res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer, regions) : full;

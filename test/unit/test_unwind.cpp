@@ -209,43 +209,44 @@ TEST_CASE("unwinder: stacks that share outer frames and differ inside, alternati
   }
 }
 
-TEST_CASE("unwinder: through a function that has no unwind tables, by its frame pointer", "[unit][unwind]") {
+namespace {
+using CallThrough = void (*)(void (*)(void*), void*);
+
+// A stack taken through one of the asm functions above, which calls back.
+Both through(CallThrough call) {
   Both b;
-  nb_test_no_cfi_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  return b;
+}
+
+// Whether nb's stack holds a return address into `fn`'s first `bytes`: its
+// frame was stepped through, not where the stack stopped.
+bool returns_into(const Both& b, CallThrough fn, uint64_t bytes) {
+  const auto at = reinterpret_cast<uint64_t>(fn);
+  return std::any_of(b.nb.begin(), b.nb.end(), [&](uint64_t ra) { return ra > at && ra <= at + bytes; });
+}
+}  // namespace
+
+TEST_CASE("unwinder: through a function that has no unwind tables, by its frame pointer", "[unit][unwind]") {
+  const Both b = through(nb_test_no_cfi_call);
   require_same(b);
-  // The frame without tables is in the stack (its return address: inside
-  // the call through it), not where the stack stopped.
-  const auto inside = [](uint64_t ra) {
-    return ra > reinterpret_cast<uint64_t>(&nb_test_no_cfi_call) &&
-           ra <= reinterpret_cast<uint64_t>(&nb_test_no_cfi_call) + 32;
-  };
-  CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
+  CHECK(returns_into(b, nb_test_no_cfi_call, 32));
   CHECK(nb::shim::unwind_fallbacks_text().find("frame-pointer rule") == std::string::npos);
 }
 
 TEST_CASE("unwinder: through a function without tables whose caller keeps no frame pointer in rbp", "[unit][unwind]") {
   // The frame chain's guess is checked against the frame being stepped, not
   // its caller's rbp (0x1234 here): the walk goes on past the caller.
-  Both b;
-  nb_test_odd_rbp_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  const Both b = through(nb_test_odd_rbp_call);
   require_same(b);
-  const auto in_caller = [](uint64_t ra) {
-    return ra > reinterpret_cast<uint64_t>(&nb_test_odd_rbp_call) &&
-           ra <= reinterpret_cast<uint64_t>(&nb_test_odd_rbp_call) + 32;
-  };
-  CHECK(std::any_of(b.nb.begin(), b.nb.end(), in_caller));
+  CHECK(returns_into(b, nb_test_odd_rbp_call, 32));
 }
 
 TEST_CASE("unwinder: through a realigned frame whose CFA is read from the frame (GCC's DRAP)", "[unit][unwind]") {
   const std::string before = nb::shim::unwind_fallbacks_text();
-  Both b;
-  nb_test_realigned_call([](void* arg) { recurse(*static_cast<Both*>(arg), 64, 2); }, &b);
+  const Both b = through(nb_test_realigned_call);
   require_same(b);
-  const auto inside = [](uint64_t ra) {
-    return ra > reinterpret_cast<uint64_t>(&nb_test_realigned_call) &&
-           ra <= reinterpret_cast<uint64_t>(&nb_test_realigned_call) + 64;
-  };
-  CHECK(std::any_of(b.nb.begin(), b.nb.end(), inside));
+  CHECK(returns_into(b, nb_test_realigned_call, 64));
   CHECK(nb::shim::unwind_fallbacks_text() == before);  // nb read it, not libunwind
 }
 
