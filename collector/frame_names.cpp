@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "collector/symbolizer.h"
+#include "core/own_fork.h"
 
 namespace nb {
 
@@ -157,7 +158,11 @@ class Reader {
 std::string named_in_child(const std::vector<uint64_t>& pcs, std::unordered_map<uint64_t, std::vector<formats::Frame>>& out) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return std::string("no pipe: ") + std::strerror(errno);
-  const pid_t pid = fork();
+  pid_t pid;
+  {
+    const OwnFork own;  // nb's fork handlers stand aside (this may be the collector, mid-pass)
+    pid = fork();
+  }
   if (pid < 0) {
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);

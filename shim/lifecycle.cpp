@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/own_fork.h"
 #include "core/recorder.h"
 #include "shim/device_tracing.h"
 #include "shim/exit_signals.h"
@@ -274,15 +275,19 @@ bool finish(bool wait_for_other) {
 // the parent's collector thread (it does not exist in the child) and CUDA
 // does not carry over a fork: its CUDA calls pass straight through, said
 // once. A child that execs starts afresh either way.
+// nb's own child (OwnFork) is none of this: it names frames and exits.
 void on_fork_prepare() {
+  if (in_own_fork()) return;
   if (g_recorder != nullptr) g_recorder->before_fork();
 }
 
 void on_fork_parent() {
+  if (in_own_fork()) return;
   if (g_recorder != nullptr) g_recorder->after_fork();
 }
 
 void on_fork_child() {
+  if (in_own_fork()) return;
   // The locks nb's threads were held at (they do not exist here).
   if (g_recorder != nullptr) g_recorder->after_fork();
   t_state = ThreadState{};
