@@ -509,6 +509,7 @@ void Collector::finish_tagged(const std::string& tag) {
   // with work of calls that are not in it). What it holds of work launched
   // before still comes, as when Kineto stops a trace.
   if (tracer_) tracer_->pause();
+  PhaseTimes phases;
   cv_.notify_all();
   if (thread_.joinable()) {
     // Called on the collector thread itself (a terminating signal): it has
@@ -517,9 +518,11 @@ void Collector::finish_tagged(const std::string& tag) {
     else thread_.join();
   }
   context_.prefix += tag;  // the collector thread, which reads it, has stopped
+  phases.mark("collector stopped");
   drain_once();
   // Windows apply the memory feed up to their own end (close_window).
   if (!windowed_) session_->apply_all_memory();
+  phases.mark("rings drained");
   if (tracer_) {
     // Before CUDA tears itself down (our atexit handler runs first): the
     // device records of the calls recorded, as CUPTI hands them over once
@@ -545,6 +548,7 @@ void Collector::finish_tagged(const std::string& tag) {
     take_device_records();
     take_device_records(OrderJoin::Pass::Final);  // the last try of those that came before their host call's record
     tracer_->stop();
+    phases.mark("device records");
   }
 
   if (windowed_) {
@@ -572,7 +576,9 @@ void Collector::finish_tagged(const std::string& tag) {
   if (keep_ns_ != 0 && session_->last() != 0) end_ns = std::min(end_ns, ctx.time.mono_ns(session_->last()) + 1000000);
   keep_context(ctx, end_ns);
   if (step_ends_dropped_) ctx.notes.push_back("Steps past the first million not shown as spans: " + std::to_string(step_ends_dropped_));
-  write(main_, std::move(ctx));
+  phases.mark("context");
+  write(main_, std::move(ctx), &phases);
+  log::debug("exit: " + phases.text());
 }
 
 OutputContext Collector::current_context() {
@@ -689,7 +695,7 @@ OutputContext Collector::current_context() {
   return ctx;
 }
 
-void Collector::write(Recording& rec, OutputContext ctx) {
+void Collector::write(Recording& rec, OutputContext ctx, PhaseTimes* phases) {
   if (stacks_.size()) {
     try {
       std::string naming;
@@ -715,7 +721,9 @@ void Collector::write(Recording& rec, OutputContext ctx) {
                              size_text(total) + " of events";
     log::print(tty ? "\r" + line : line + "\n");
   };
+  if (phases) phases->mark("stacks named");
   const OutputResult res = write_outputs(*rec.session, ctx, *rec.trace, progress);
+  if (phases) phases->append(res.phases);
   if (tty && last_line != std::chrono::steady_clock::time_point{}) log::print("\n");
   // One line per distinct problem: a missing directory fails all three
   // files the same way.

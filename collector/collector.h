@@ -18,6 +18,7 @@
 #include "core/recorder.h"
 #include "collector/order_join.h"
 #include "collector/output.h"
+#include "collector/phase_times.h"
 #include "collector/schedule.h"
 #include "collector/session.h"
 #include "collector/stack_cost.h"
@@ -103,7 +104,8 @@ class Collector final : public Recorder {
   void service_windows();  // each pass, last: time steps, disarming, windows due
   void close_window(uint64_t n, bool at_exit);
   std::vector<OutputContext::StepSpan> step_spans(uint64_t first, uint64_t count, uint64_t fallback_start) const;
-  void write(Recording& rec, OutputContext ctx);
+  // `phases`: the exit's timing so far (NB_LOG=debug says it), or none.
+  void write(Recording& rec, OutputContext ctx, PhaseTimes* phases = nullptr);
   OutputContext current_context();
   void write_census(const OutputContext& ctx);  // NB_CENSUS: <prefix>.steps.txt
   void note_for_census(const Record& r);

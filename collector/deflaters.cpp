@@ -107,6 +107,11 @@ void Deflaters::compress(Stream& stream, DeflatePiece& piece) {
   piece.crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(piece.text.data()), piece.text.size()));
   try {
     if (!stream.ready(piece.level)) return;
+    if (!piece.history.empty() &&
+        deflateSetDictionary(&stream.zs, reinterpret_cast<const Bytef*>(piece.history.data()),
+                             static_cast<uInt>(piece.history.size())) != Z_OK) {
+      return;
+    }
     piece.ok = deflate_into(stream.zs, piece.text.data(), piece.text.size(), false, piece.out);
   } catch (...) {
     piece.ok = false;  // no memory: the writer says so; nothing escapes a helper
@@ -157,7 +162,46 @@ void Deflaters::submit(const std::shared_ptr<DeflatePiece>& piece) {
 
 void Deflaters::wait(DeflatePiece& piece) {
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return piece.done; });
+  while (!piece.done) {
+    if (!queue_.empty()) {
+      if (!own_) {
+        try {
+          own_ = std::make_unique<Stream>();
+        } catch (...) {
+          done_cv_.wait(lock, [&] { return piece.done; });  // no memory to help: wait
+          return;
+        }
+      }
+      finish_one(lock, *own_);
+      continue;
+    }
+    done_cv_.wait(lock);
+  }
+}
+
+bool Deflaters::help_one() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty()) return false;
+  // A stream for this piece alone (its setup is small next to a piece's
+  // compression); no memory for one: the helpers go on alone.
+  std::unique_ptr<Stream> stream;
+  try {
+    stream = std::make_unique<Stream>();
+  } catch (...) {
+    return false;
+  }
+  finish_one(lock, *stream);
+  return true;
+}
+
+void Deflaters::finish_one(std::unique_lock<std::mutex>& lock, Stream& stream) {
+  std::shared_ptr<DeflatePiece> piece = std::move(queue_.front());
+  queue_.pop_front();
+  lock.unlock();
+  compress(stream, *piece);
+  lock.lock();
+  piece->done = true;
+  done_cv_.notify_all();
 }
 
 bool Deflaters::is_done(DeflatePiece& piece) {
@@ -170,13 +214,7 @@ void Deflaters::run(Stream& stream) {
   for (;;) {
     work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;
-    std::shared_ptr<DeflatePiece> piece = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    compress(stream, *piece);
-    lock.lock();
-    piece->done = true;
-    done_cv_.notify_all();
+    finish_one(lock, stream);
   }
 }
 

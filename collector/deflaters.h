@@ -2,12 +2,12 @@
 // of a burst is compressed on every core the machine can spare rather than
 // on the one writer thread (pigz's idea, within one gzip member).
 //
-// Each piece is a raw deflate stream of its own, started without history
-// and ended on a byte boundary without a final block (Z_SYNC_FLUSH): pieces
-// put one after another in the order they were made are one valid deflate
-// stream, and the CRC of the whole is combined from theirs. A piece of a
-// megabyte or more loses under half a percent of size to the history it
-// does not share with the one before.
+// Each piece is a raw deflate stream of its own, primed with the last 32 KB
+// of the text before it (pigz's way: its matches may reach back into that
+// text, which a reader has just inflated) and ended on a byte boundary
+// without a final block (Z_SYNC_FLUSH): pieces put one after another in the
+// order they were made are one valid deflate stream, and the CRC of the
+// whole is combined from theirs.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -27,6 +27,10 @@ bool deflate_piece(const char* p, size_t n, int level, bool last, std::string& o
 struct DeflatePiece {
   std::string text;  // in
   int level = 1;
+  // In: the end of the text just before this piece in the stream (at most
+  // 32 KB), or empty where the piece starts a stream that may be read on
+  // its own.
+  std::string history;
   // Out, once done: the compressed bytes and the CRC-32 of `text`; `ok`
   // false when zlib had no memory (`out` is then not to be used).
   std::string out;
@@ -55,8 +59,13 @@ class Deflaters {
 
   // Compresses `piece` (on a helper, or here when there is none).
   void submit(const std::shared_ptr<DeflatePiece>& piece);
-  // Until `piece` is done.
+  // Until `piece` is done; meanwhile the caller compresses pieces still
+  // waiting for a helper (the oldest first), rather than sit idle.
   void wait(DeflatePiece& piece);
+  // Compresses the oldest piece waiting for a helper on the calling thread;
+  // false when none waits. For a thread that waits for the writer anyway
+  // (the program's, at exit): every core compresses the last burst.
+  bool help_one();
   bool is_done(DeflatePiece& piece);
 
   // Around a fork: no helper holds the lock the child would inherit.
@@ -66,6 +75,9 @@ class Deflaters {
  private:
   struct Stream;
   static void compress(Stream& stream, DeflatePiece& piece);
+  // Takes the oldest queued piece (queue_ not empty, `lock` held on mu_),
+  // compresses it with `stream` unlocked, marks it done.
+  void finish_one(std::unique_lock<std::mutex>& lock, Stream& stream);
   void run(Stream& stream);
   bool start();  // with mu_ held
 

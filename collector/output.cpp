@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "collector/output_files.h"
+#include "core/log.h"
 #include "formats/chrome_trace.h"
 #include "formats/memory_snapshot.h"
 
@@ -36,6 +37,7 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   // table's footer counts what joining found.
   // A dump leaves them waiting: they go out joined, into later files.
   if (!ctx.dump) s.finish_timeline();
+  res.phases.mark("last events joined");
   const JoinStats& js = s.timeline()->stats();
   // The snapshot is written on this thread while the writer thread makes
   // the trace's last events (two cores at the end, where there are two).
@@ -45,21 +47,34 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
   const bool snapshot_ok = write_output_file(
       snapshot_path, ctx.overwrite,
       [&](std::ostream& os) { formats::write_memory_snapshot(build_snapshot(s, ctx), os); }, snapshot_problem);
+  res.phases.mark("snapshot");
   // Its table's sources and folded stacks are also the files beside it.
   const formats::TraceData frame = build_trace_frame(s, ctx, trace.base_ns());
+  res.phases.mark("trace's table");
   {
     TraceFinish how;
     how.overwrite = ctx.overwrite;
     how.keep_body = ctx.dump;
     if (ctx.trim_trace) how.from_ts = trace.ts(static_cast<uint64_t>(ctx.time.epoch_ns(ctx.window_from)));
     std::string problem;
-    if (trace.file().finish(formats::chrome_trace_head(frame), formats::chrome_trace_tail(frame), how, problem,
-                            progress)) {
+    if (ctx.dump) {
+      // The run goes on: the writer thread puts the copy together after
+      // the text before it, and says so itself, while the collector goes
+      // back to the rings (waiting here for a burst's text to be
+      // compressed would leave them to fill and drop).
+      trace.file().finish_async(formats::chrome_trace_head(frame), formats::chrome_trace_tail(frame), how,
+                                [path = trace.file().path()](bool ok, const std::string& problem, uint64_t bytes) {
+                                  if (ok) log::print("nb: wrote " + path + " (" + size_text(bytes) + ")\n");
+                                  else log::warn(problem);
+                                });
+    } else if (trace.file().finish(formats::chrome_trace_head(frame), formats::chrome_trace_tail(frame), how, problem,
+                                   progress)) {
       written(trace.file().path());
     } else {
       res.problems.push_back(problem);
     }
   }
+  res.phases.mark("trace");
   if (snapshot_ok) written(snapshot_path);
   else res.problems.push_back(snapshot_problem);
 
@@ -85,6 +100,7 @@ OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& tr
     write(ctx.prefix + ".device.folded", [&](std::ostream& os) { os << frame.table.device_folded; });
     write(ctx.prefix + ".host.folded", [&](std::ostream& os) { os << frame.table.host_folded; });
   }
+  res.phases.mark("table");
   opt.max_rows = ctx.table_rows;
   res.table_for_stderr = opt.max_rows ? formats::format_ranking_table(rows, opt, footer, regions) : full;
   return res;

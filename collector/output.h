@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "collector/builders.h"
+#include "collector/phase_times.h"
 #include "collector/trace_stream.h"
 
 namespace nb {
@@ -18,6 +19,7 @@ struct OutputResult {
   std::vector<std::string> written;   // "path (size)"
   std::vector<std::string> problems;  // one line each, for the log
   std::string table_for_stderr;       // table limited to ctx.table_rows
+  PhaseTimes phases;                  // how long each file took (NB_LOG=debug)
 };
 // `progress(done, total)`: the trace's writing took long (see TraceFile).
 OutputResult write_outputs(Session& s, const OutputContext& ctx, TraceStream& trace,

@@ -70,6 +70,9 @@ struct TraceBody {
   // Pieces handed to the deflaters, oldest first: stored in this order.
   std::deque<std::shared_ptr<DeflatePiece>> in_flight;
   std::vector<std::string> spare_texts;  // buffers of stored pieces, for the next
+  // The end of the current slice's text so far: the next piece's history.
+  static constexpr size_t kHistory = size_t(32) << 10;
+  std::string history;
   std::deque<Slice> slices;
   // The first problem; nothing more is written once set. Room is kept so
   // that saying "no memory" needs none.
@@ -90,6 +93,7 @@ struct TraceBody {
       return false;
     }
     slices.push_back(Slice{fd, 0, 0, 0});
+    history.clear();  // a slice is read back (and dropped) on its own
     if (current == 0) current = level;
     return true;
   }
@@ -200,6 +204,9 @@ struct TraceBody {
       return;
     }
     auto piece = std::make_shared<DeflatePiece>();
+    piece->history.swap(history);
+    const size_t keep = std::min(t.size(), kHistory);
+    history.assign(t, t.size() - keep, keep);
     piece->text.swap(t);
     piece->level = current;
     in_flight.push_back(piece);
@@ -459,6 +466,98 @@ bool filter_slice(const TraceBody::Slice& s, int level, double from_ts, const st
   }
   return ok;
 }
+
+// Puts head + the body's slices + tail together under `path`, once all the
+// body's text is in its slices (after a barrier, or on the writer thread in
+// the order of its jobs). `written`: the file's bytes.
+bool assemble(const TraceBody& b, const std::string& path, int level, const std::string& head, const std::string& tail,
+              const TraceFinish& how, std::string& problem, uint64_t& written) {
+  if (!b.failed.empty()) {
+    problem = b.failed + "; " + path + " not written";
+    return false;
+  }
+  const bool gz = level > 0;
+  written = 0;
+  return write_output_file(path, how.overwrite, [&](std::ostream& os) {
+    const auto put = [&](const std::string& s) {
+      os.write(s.data(), static_cast<std::streamsize>(s.size()));
+      written += s.size();
+    };
+    uint32_t crc = 0;
+    uint64_t raw = 0;
+    if (gz) {
+      // gzip header: deflate, no name, no time, Unix.
+      put(std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10));
+      std::string piece;
+      if (!deflate_piece(head.data(), head.size(), level, false, piece)) {
+        errno = ENOMEM;  // not published: a file that looks whole must be whole
+        os.setstate(std::ios::badbit);
+        return;
+      }
+      put(piece);
+      crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(head.data()), head.size()));
+      raw = head.size();
+    } else {
+      put(head);
+    }
+    std::vector<char> buf(size_t(1) << 20);
+    for (const TraceBody::Slice& s : b.slices) {
+      if (s.max_ts < how.from_ts) continue;  // wholly before: left out
+      if (s.min_ts < how.from_ts) {
+        // Partly before: its events from `from_ts` on, as a piece of their own.
+        uint32_t piece_crc = 0;
+        uint64_t piece_raw = 0;
+        if (!filter_slice(s, level, how.from_ts, [&](const char* p, size_t n) {
+              os.write(p, static_cast<std::streamsize>(n));
+              written += n;
+            }, piece_crc, piece_raw)) {
+          errno = EIO;
+          os.setstate(std::ios::badbit);
+          return;
+        }
+        if (gz) {
+          crc = static_cast<uint32_t>(crc32_combine(crc, piece_crc, static_cast<z_off_t>(piece_raw)));
+          raw += piece_raw;
+        }
+        continue;
+      }
+      for (uint64_t at = 0; at < s.stored;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), s.stored - at));
+        if (!read_all(s.fd, at, buf.data(), n)) {
+          // Not published: a file that looks whole must be whole.
+          errno = EIO;
+          os.setstate(std::ios::badbit);
+          return;
+        }
+        os.write(buf.data(), static_cast<std::streamsize>(n));
+        written += n;
+        at += n;
+      }
+      if (gz) {
+        crc = static_cast<uint32_t>(crc32_combine(crc, s.crc, static_cast<z_off_t>(s.raw)));
+        raw += s.raw;
+      }
+    }
+    if (gz) {
+      std::string piece;
+      if (!deflate_piece(tail.data(), tail.size(), level, true, piece)) {
+        errno = ENOMEM;
+        os.setstate(std::ios::badbit);
+        return;
+      }
+      put(piece);
+      crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(tail.data()), tail.size())),
+                                                static_cast<z_off_t>(tail.size())));
+      raw += tail.size();
+      std::string trailer;
+      put_le32(trailer, crc);
+      put_le32(trailer, static_cast<uint32_t>(raw & 0xffffffffu));
+      put(trailer);
+    } else {
+      put(tail);
+    }
+  }, problem);
+}
 }  // namespace
 
 void TraceWriter::work(Job& job) {
@@ -498,6 +597,21 @@ void TraceWriter::work(Job& job) {
       b.close_slice();
       job.done->store(true, std::memory_order_release);
       break;
+    case Job::Kind::Finish: {
+      b.note_times(job.min_ts, job.max_ts);
+      b.close_slice();
+      const FinishOrder& o = *job.order;
+      std::string problem;
+      uint64_t written = 0;
+      bool ok = false;
+      try {
+        ok = assemble(b, o.path, o.level, o.head, o.tail, o.how, problem, written);
+      } catch (...) {
+        problem = "no memory to write " + o.path;
+      }
+      if (o.done) o.done(ok, problem, written);
+      break;
+    }
   }
 }
 
@@ -582,7 +696,11 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
   {
     std::unique_lock<std::mutex> lock(writer_.mu_);
     while (!done->load(std::memory_order_acquire)) {
-      writer_.done_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      // This thread waits anyway: it compresses what waits for a helper.
+      lock.unlock();
+      const bool helped = writer_.deflaters_.help_one();
+      lock.lock();
+      if (!helped) writer_.done_cv_.wait_for(lock, std::chrono::milliseconds(writer_.deflaters_.helpers() ? 5 : 100));
       if (progress && std::chrono::steady_clock::now() >= next_report) {
         const uint64_t left = writer_.pending_bytes();
         lock.unlock();
@@ -592,96 +710,33 @@ bool TraceFile::finish(const std::string& head, const std::string& tail, const T
       }
     }
   }
-  TraceBody& b = *body_;
-  if (!b.failed.empty()) {
-    problem = b.failed + "; " + config_.path + " not written";
-    body_.reset();
-    return false;
-  }
-  const bool gz = config_.level > 0;
   uint64_t written = 0;
-  const bool ok = write_output_file(config_.path, how.overwrite, [&](std::ostream& os) {
-    const auto put = [&](const std::string& s) {
-      os.write(s.data(), static_cast<std::streamsize>(s.size()));
-      written += s.size();
-    };
-    uint32_t crc = 0;
-    uint64_t raw = 0;
-    if (gz) {
-      // gzip header: deflate, no name, no time, Unix.
-      put(std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10));
-      std::string piece;
-      if (!deflate_piece(head.data(), head.size(), config_.level, false, piece)) {
-        errno = ENOMEM;  // not published: a file that looks whole must be whole
-        os.setstate(std::ios::badbit);
-        return;
-      }
-      put(piece);
-      crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(head.data()), head.size()));
-      raw = head.size();
-    } else {
-      put(head);
-    }
-    std::vector<char> buf(size_t(1) << 20);
-    for (const TraceBody::Slice& s : b.slices) {
-      if (s.max_ts < how.from_ts) continue;  // wholly before: left out
-      if (s.min_ts < how.from_ts) {
-        // Partly before: its events from `from_ts` on, as a piece of their own.
-        uint32_t piece_crc = 0;
-        uint64_t piece_raw = 0;
-        if (!filter_slice(s, config_.level, how.from_ts, [&](const char* p, size_t n) {
-              os.write(p, static_cast<std::streamsize>(n));
-              written += n;
-            }, piece_crc, piece_raw)) {
-          errno = EIO;
-          os.setstate(std::ios::badbit);
-          return;
-        }
-        if (gz) {
-          crc = static_cast<uint32_t>(crc32_combine(crc, piece_crc, static_cast<z_off_t>(piece_raw)));
-          raw += piece_raw;
-        }
-        continue;
-      }
-      for (uint64_t at = 0; at < s.stored;) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), s.stored - at));
-        if (!read_all(s.fd, at, buf.data(), n)) {
-          // Not published: a file that looks whole must be whole.
-          errno = EIO;
-          os.setstate(std::ios::badbit);
-          return;
-        }
-        os.write(buf.data(), static_cast<std::streamsize>(n));
-        written += n;
-        at += n;
-      }
-      if (gz) {
-        crc = static_cast<uint32_t>(crc32_combine(crc, s.crc, static_cast<z_off_t>(s.raw)));
-        raw += s.raw;
-      }
-    }
-    if (gz) {
-      std::string piece;
-      if (!deflate_piece(tail.data(), tail.size(), config_.level, true, piece)) {
-        errno = ENOMEM;
-        os.setstate(std::ios::badbit);
-        return;
-      }
-      put(piece);
-      crc = static_cast<uint32_t>(crc32_combine(crc, static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(tail.data()), tail.size())),
-                                                static_cast<z_off_t>(tail.size())));
-      raw += tail.size();
-      std::string trailer;
-      put_le32(trailer, crc);
-      put_le32(trailer, static_cast<uint32_t>(raw & 0xffffffffu));
-      put(trailer);
-    } else {
-      put(tail);
-    }
-  }, problem);
-  if (!how.keep_body) body_.reset();  // the scratch files go
+  const bool ok = assemble(*body_, config_.path, config_.level, head, tail, how, problem, written);
+  if (!how.keep_body || !body_->failed.empty()) body_.reset();  // the scratch files go
   if (ok) file_bytes_ = written;
   return ok;
+}
+
+void TraceFile::finish_async(const std::string& head, const std::string& tail, const TraceFinish& how,
+                             std::function<void(bool, const std::string&, uint64_t)> done) {
+  if (!body_) {
+    const std::string problem =
+        open_problem_.empty() ? config_.path + " not written: its events could not be kept" : open_problem_;
+    if (done) done(false, problem, 0);
+    return;
+  }
+  hand_over();
+  auto order = std::make_shared<TraceWriter::FinishOrder>();
+  order->path = config_.path;
+  order->level = config_.level;
+  order->head = head;
+  order->tail = tail;
+  order->how = how;
+  order->done = std::move(done);
+  TraceWriter::Job job = slice_job(TraceWriter::Job::Kind::Finish);
+  job.order = std::move(order);
+  writer_.submit(std::move(job));
+  if (!how.keep_body) body_.reset();  // the job holds the body until it is written
 }
 
 }  // namespace nb

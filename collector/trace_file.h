@@ -63,8 +63,11 @@ class TraceWriter {
 
  private:
   friend class TraceFile;
+  // A file to put together on the thread, once the text before it is in
+  // (finish_async): what finish() does on the caller.
+  struct FinishOrder;
   struct Job {
-    enum class Kind { Text, EndSlice, Barrier } kind = Kind::Text;
+    enum class Kind { Text, EndSlice, Barrier, Finish } kind = Kind::Text;
     std::shared_ptr<TraceBody> body;
     std::string text;          // Text in memory
     uint64_t offset = 0;       // Text in the backlog file when text is empty and length != 0
@@ -72,6 +75,7 @@ class TraceWriter {
     size_t keep_slices = 0;    // EndSlice: how many of the newest slices to keep (0 = all)
     double min_ts = 0, max_ts = 0;  // EndSlice, Barrier: the slice's event times (µs, as written)
     std::shared_ptr<std::atomic<bool>> done;  // Barrier
+    std::shared_ptr<const FinishOrder> order;  // Finish
   };
   void submit(Job job);
   // A buffer that held text already handed over, for the next chunk (false:
@@ -117,6 +121,16 @@ struct TraceFinish {
   double from_ts = -1e300;
   // A copy now, the file goes on (a flight recorder's dump): the body stays.
   bool keep_body = false;
+};
+
+struct TraceWriter::FinishOrder {
+  std::string path;
+  int level = 0;
+  std::string head, tail;
+  TraceFinish how;
+  // Called on the writer thread once written (true) or not (false, with
+  // the problem), with the file's bytes.
+  std::function<void(bool ok, const std::string& problem, uint64_t bytes)> done;
 };
 
 // Turns what the collector handed over into the file's text, on the writer
@@ -167,6 +181,14 @@ class TraceFile {
   // meanwhile with (bytes done, bytes in all) of what was waiting.
   bool finish(const std::string& head, const std::string& tail, const TraceFinish& how, std::string& problem,
               const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
+
+  // As finish(), without waiting: the writer thread puts the file together
+  // once it has written the text handed over before, then calls `done` (on
+  // that thread). For a copy taken while the run goes on (a flight
+  // recorder's dump): the collector goes back to the rings at once rather
+  // than wait for a burst's text to be compressed.
+  void finish_async(const std::string& head, const std::string& tail, const TraceFinish& how,
+                    std::function<void(bool ok, const std::string& problem, uint64_t bytes)> done);
 
   // The file's size once finished.
   uint64_t file_bytes() const { return file_bytes_; }

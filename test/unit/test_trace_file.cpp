@@ -158,9 +158,12 @@ TEST_CASE("trace file: text that comes faster than level 9 compresses still make
   CHECK(gunzip_one(nbtest::read_file(dir.file("fast.trace.json.gz"))) == expected);
 }
 
-TEST_CASE("deflaters: pieces made on helpers, or inline, put in order are one deflate stream", "[trace_file]") {
-  for (unsigned helpers : {0u, 3u}) {
-    DYNAMIC_SECTION(helpers << " helpers") {
+TEST_CASE("deflaters: pieces made on helpers, inline, or by a thread that waits, put in order are one deflate stream",
+          "[trace_file]") {
+  // `helping`: this thread also compresses queued pieces (help_one), as the
+  // program's thread does at exit; wait() does as much for the writer.
+  for (const auto& [helpers, helping] : {std::pair{0u, false}, std::pair{3u, false}, std::pair{1u, true}}) {
+    DYNAMIC_SECTION(helpers << " helpers" << (helping ? ", and this thread" : "")) {
       Deflaters pool(helpers, 0);
       std::string whole;
       std::vector<std::shared_ptr<DeflatePiece>> pieces;
@@ -168,10 +171,17 @@ TEST_CASE("deflaters: pieces made on helpers, or inline, put in order are one de
         auto piece = std::make_shared<DeflatePiece>();
         for (int i = 0; i < 2000 + 500 * p; ++i) piece->text += event(p * 100000 + i);
         piece->level = 1 + p % 9;  // each piece its own level
+        // Primed with the text before it, but for a few that start afresh.
+        if (p % 5 != 0) piece->history = whole.substr(whole.size() - std::min<size_t>(whole.size(), 32768));
         whole += piece->text;
         pieces.push_back(piece);
         pool.submit(piece);
       }
+      // (How many this thread takes depends on timing; what it makes must
+      // fit in order all the same.)
+      while (helping && pool.help_one()) {
+      }
+      if (helpers == 0) CHECK_FALSE(pool.help_one());  // compressed as submitted: none waits
       std::string stream;
       uint32_t crc = 0;
       for (auto& piece : pieces) {
