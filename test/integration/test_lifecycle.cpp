@@ -278,6 +278,18 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP at their default action: the files are writte
   }
 }
 
+// `timeout 120 signals spin 20000`, timed out once the worker has made its
+// 20000 launches (./ready), not after a fixed second: a loaded machine (or
+// a sanitizer) can take longer than that to start. SIGALRM is timeout's own
+// timer firing: it signals the child, then its group, and exits 124.
+nbtest::RunResult timeout_once_ready(const std::string& prog, const std::map<std::string, std::string>& env,
+                                     const nbtest::TempDir& dir) {
+  return nbtest::run({"/usr/bin/timeout", "120", prog, "spin", "20000"}, env, dir.path(), 150, [&](pid_t timeout) {
+    for (int i = 0; i < 6000 && !nbtest::file_exists(dir.file("ready")); ++i) usleep(10000);
+    kill(timeout, SIGALRM);
+  });
+}
+
 // `timeout` signals its child and then its whole group; a launcher forwards
 // Ctrl-C to workers the terminal already signalled. Either way the signal
 // comes twice, the second while nb writes: the files must still come.
@@ -292,7 +304,7 @@ TEST_CASE("a signal delivered twice (timeout, a launcher forwarding Ctrl-C): the
         env["NB_RING_RECORDS"] = "65536";  // the first 20000 come as a flood: none dropped on a loaded machine
         const std::string prog = nbtest::program("signals");
         const auto run = forwarded ? nbtest::run({prog, "forward", "20000"}, env, dir.path())
-                                   : nbtest::run({"/usr/bin/timeout", "1", prog, "spin", "20000"}, env, dir.path());
+                                   : timeout_once_ready(prog, env, dir);
         INFO(run.err);
         CHECK(run.exit_code == (forwarded ? 0 : 124));  // the worker died of SIGINT / timeout saw its child end
         for (const char* ext : {".trace.json.gz", ".memory.pickle", ".table.txt"}) {

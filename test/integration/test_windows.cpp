@@ -162,8 +162,10 @@ TEST_CASE("windows: a program that exits early writes the partial window, saying
 
 TEST_CASE("trigger: dormant until SIGUSR2, then the schedule; armed again by the next", "[integration][windows][trigger]") {
   nbtest::TempDir dir;
-  // The program signals itself before steps 10 and 20, 20 ms apart.
-  const Run r = run_steps(dir, {"32", "raise=10,20", "sleep_us=20000"},
+  // The program signals itself before steps 10 and 20, 20 ms apart; the
+  // second once the first window's files are there (nb dormant again), not
+  // at a moment that a loaded machine's collector may not have reached.
+  const Run r = run_steps(dir, {"32", "raise=10,20", "gate=20:out.w1.table.txt", "sleep_us=20000"},
                           {{"NB_TRIGGER", "signal"}, {"NB_STEP", "kernel:lm_head"}, {"NB_ACTIVE", "4"}});
   INFO(r.run.err);
   REQUIRE(r.run.exit_code == 0);

@@ -12,6 +12,8 @@
 //     sleep_us=U   pause between steps
 //     wait_for=F   after the last step, wait (at most 20 s) until file F has
 //                  content (nb claims each name with an empty file first)
+//     gate=I:F     before step I (and its raise), wait the same way for file F
+//                  (a window's files: nb has gone dormant by then)
 //     end=HOW      then end with _exit(5), abort() or SIGKILL (HOW: _exit, abort,
 //                  kill) instead of returning from main
 //     comm         each step also launches an NCCL-named all-reduce kernel on
@@ -38,7 +40,8 @@ int main(int argc, char** argv) {
   std::set<int> raise_at, raise_mid;
   int prof_a = -1, prof_b = -1;
   long sleep_us = 0;
-  std::string wait_for, end;
+  std::string wait_for, end, gate_file;
+  int gate_step = -1;
   bool comm = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -48,6 +51,9 @@ int main(int argc, char** argv) {
       for (char* p = std::strtok(&a[10], ","); p; p = std::strtok(nullptr, ",")) raise_mid.insert(std::atoi(p));
     } else if (a.rfind("profiler=", 0) == 0) {
       std::sscanf(a.c_str() + 9, "%d:%d", &prof_a, &prof_b);
+    } else if (a.rfind("gate=", 0) == 0) {
+      gate_step = std::atoi(a.c_str() + 5);
+      gate_file = a.substr(a.find(':') + 1);
     } else if (a.rfind("wait_for=", 0) == 0) {
       wait_for = a.substr(9);
     } else if (a.rfind("end=", 0) == 0) {
@@ -73,7 +79,13 @@ int main(int argc, char** argv) {
   CHECK_CU(cuMemAlloc_v2(&logits, 4096));
   std::vector<char> host(4096);
 
+  // At most 20 s until `path` has content (nb claims each name with an empty file first).
+  const auto wait_file = [](const std::string& path) {
+    struct stat st {};
+    for (int i = 0; !path.empty() && (stat(path.c_str(), &st) != 0 || st.st_size == 0) && i < 2000; ++i) usleep(10000);
+  };
   for (int i = 0; i < steps; ++i) {
+    if (i == gate_step) wait_file(gate_file);
     if (raise_at.count(i)) kill(getpid(), SIGUSR2);
     if (i == prof_a) CHECK_CU(cudaProfilerStart());
     const unsigned g = static_cast<unsigned>(i + 1);
@@ -87,10 +99,7 @@ int main(int argc, char** argv) {
     if (i == prof_b) CHECK_CU(cudaProfilerStop());
     if (sleep_us) usleep(static_cast<useconds_t>(sleep_us));
   }
-  struct stat st {};
-  for (int i = 0; !wait_for.empty() && (stat(wait_for.c_str(), &st) != 0 || st.st_size == 0) && i < 2000; ++i) {
-    usleep(10000);
-  }
+  wait_file(wait_for);
   if (end == "_exit") _exit(5);
   if (end == "abort") abort();
   if (end == "kill") kill(getpid(), SIGKILL);

@@ -65,7 +65,7 @@ TempDir::~TempDir() {
 }
 
 RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-              const std::string& cwd, int timeout_s) {
+              const std::string& cwd, int timeout_s, const std::function<void(pid_t)>& meanwhile) {
   TempDir io;
   const std::string out_path = io.file("out"), err_path = io.file("err");
 
@@ -113,6 +113,7 @@ RunResult run(const std::vector<std::string>& argv, const std::map<std::string, 
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
+  if (meanwhile) meanwhile(pid);
   RunResult r;
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

@@ -2,6 +2,7 @@
 // (the shim is tested in real child processes), golden files, and reading
 // outputs through test/tools/nbread.py (Python's own json and pickle).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,8 +38,11 @@ struct RunResult {
 // with key prefixed by '-' removes a variable), in `cwd`, with a timeout.
 // $NB_TEST_PRELOAD_FIRST (a sanitizer's runtime, set by test/sanitizers.sh)
 // goes first in a non-empty LD_PRELOAD.
+// `meanwhile(pid)`, if given, runs once the program has started (to signal
+// it at the right moment), before the wait for its end.
 RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
-              const std::string& cwd = "", int timeout_s = 60);
+              const std::string& cwd = "", int timeout_s = 60,
+              const std::function<void(pid_t)>& meanwhile = nullptr);
 
 // Environment that preloads the shim over the fake CUDA stack.
 std::map<std::string, std::string> shim_env(const std::string& out_prefix);
