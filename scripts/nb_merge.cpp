@@ -78,6 +78,7 @@ class LineReader {
   // The next line without its '\n'; false at the end.
   bool next(std::string& line) {
     line.clear();
+    whole_ = false;
     char buf[65536];
     for (;;) {
       if (gzgets(f_, buf, sizeof buf) == nullptr) {
@@ -89,12 +90,17 @@ class LineReader {
       line += buf;
       if (!line.empty() && line.back() == '\n') {
         line.pop_back();
+        whole_ = true;
         return true;
       }
     }
   }
+  // Whether the line next() gave ended with its '\n' (the last line of a
+  // file cut off while it was written does not, and may still end in '}').
+  bool whole() const { return whole_; }
 
  private:
+  bool whole_ = false;
   std::string path_;
   gzFile f_;
 };
@@ -384,17 +390,24 @@ int merge(int argc, char** argv) {
     std::string why;
     if (!read_head(in, t.path, head, why)) fail(why + " (it changed while being merged)");
     enum { Events, Tail, Frames } part = Events;
+    bool said_cut = false;
     while (in.next(line)) {
       if (part == Events) {
         if (line.rfind("  ]", 0) == 0) {
           part = Tail;
           continue;
         }
+        if (!in.whole()) {
+          // The last line of a file cut off while it was written.
+          std::fprintf(stderr, "nbprof merge: %s ends in the middle of an event; merged up to it\n", t.path.c_str());
+          said_cut = true;
+          break;
+        }
         if (!line.empty() && line.back() == ',') line.pop_back();
         if (line.empty() || line[0] != '{') continue;
         if (line.back() != '}') {
-          // The last line of a file cut off while it was written.
-          std::fprintf(stderr, "nbprof merge: %s ends in the middle of an event; merged up to it\n", t.path.c_str());
+          std::fprintf(stderr, "nbprof merge: %s has a broken event line; merged up to it\n", t.path.c_str());
+          said_cut = true;
           break;
         }
         rewrite_event(line, r);
@@ -415,6 +428,10 @@ int merge(int argc, char** argv) {
         first_frame = false;
         std::fputs(line.c_str(), frames);
       }
+    }
+    if (part == Events && !said_cut) {
+      // Cut off between two events: all of its events are whole.
+      std::fprintf(stderr, "nbprof merge: %s ends before its events' end; merged all it holds\n", t.path.c_str());
     }
   }
   out.put("\n  ],\n  \"stackFrames\": {\n");

@@ -300,11 +300,24 @@ TEST_CASE("merge: leaves out merged traces and others' files in a directory; a c
   const auto traces = traces_by_rank(dir);
   const std::string text = nbtest::run({"/bin/sh", "-c", "gzip -dc '" + traces.at(0) + "'"}).out;
   nbtest::TempDir cut;
-  nbtest::write_file(cut.file("cut.trace.json"), text.substr(0, text.size() / 2 + 7));
+  // Inside the first kernel event past the middle, just after a '}' of its
+  // args (a cut that ends in '}' but is not a whole event), and then at the
+  // end of that event's line (whole events, no end of the trace).
+  const size_t kernel_at = text.find("\"cat\":\"kernel\"", text.size() / 2);
+  REQUIRE(kernel_at != std::string::npos);
+  const size_t line_end = text.find('\n', kernel_at);
+  const size_t inner_brace = text.rfind('}', text.rfind('}', line_end) - 1);
+  REQUIRE(inner_brace > kernel_at);
+  nbtest::write_file(cut.file("cut.trace.json"), text.substr(0, inner_brace + 1));
   const auto c = nbtest::run({NB_NBPROF_PATH, "merge", cut.file("cut.trace.json"), "-o", cut.file("m.trace.json.gz")});
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK(c.err.find("ends in the middle of an event") != std::string::npos);
+  nbtest::write_file(cut.file("cut2.trace.json"), text.substr(0, line_end + 1));
+  const auto c2 = nbtest::run({NB_NBPROF_PATH, "merge", cut.file("cut2.trace.json"), "-o", cut.file("m2.trace.json.gz")});
+  INFO(c2.err);
+  REQUIRE(c2.exit_code == 0);
+  CHECK(c2.err.find("ends before its events' end") != std::string::npos);
   // Valid JSON with the events before the cut (its stack frames, at the
   // end of the file, are gone with the rest).
   const auto loaded = nbtest::run({NB_PYTHON3, "-c",
@@ -315,4 +328,12 @@ TEST_CASE("merge: leaves out merged traces and others' files in a directory; a c
   INFO(loaded.err);
   REQUIRE(loaded.exit_code == 0);
   CHECK(std::stoi(loaded.out) > 0);
+  const auto loaded2 = nbtest::run({NB_PYTHON3, "-c",
+                                    "import gzip, json, sys; t = json.load(gzip.open(sys.argv[1])); "
+                                    "print(sum(e.get('cat') == 'kernel' for e in t['traceEvents']))",
+                                    cut.file("m2.trace.json.gz")},
+                                   {{"-LD_PRELOAD", ""}});
+  INFO(loaded2.err);
+  REQUIRE(loaded2.exit_code == 0);
+  CHECK(std::stoi(loaded2.out) == std::stoi(loaded.out) + 1);
 }
