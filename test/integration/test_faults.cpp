@@ -104,7 +104,9 @@ TEST_CASE("stderr a pipe its parent reads only after stdout, already 63 KB full:
   CHECK(stdout_ended);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // Blocked on its stderr, the program never ends (the 20 s guard above);
+  // a sanitized run on a loaded machine may take a few seconds.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
   // The files are written all the same; what did not fit on stderr is counted.
   CHECK(nbtest::file_exists(dir.file("out.trace.json.gz")));
   CHECK(nbtest::read_file(dir.file("out.table.txt")).find("cuLaunchKernel") != std::string::npos);

@@ -141,7 +141,7 @@ TEST_CASE("NB_KEEP with NB_TRIGGER=signal: each SIGUSR2 writes the last DURATION
   // By the loop's own progress, not the clock: under load the demo starts late.
   wait_loop(pid, 1.5);
   kill(pid, SIGUSR2);
-  for (int i = 0; i < 100 && !nbtest::file_exists(dir.file("k.d1.table.txt")); ++i) {
+  for (int i = 0; i < 500 && !nbtest::file_exists(dir.file("k.d1.table.txt")); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   wait_loop(pid, 1.2);

@@ -375,7 +375,7 @@ TEST_CASE("a program that ends its process group with SIGTERM: the files are wri
         return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
       };
       bool gone = false;
-      for (int i = 0; i < 200 && !(gone = dead()); ++i) usleep(10000);
+      for (int i = 0; i < 1000 && !(gone = dead()); ++i) usleep(10000);
       CHECK(gone);
     }
   }

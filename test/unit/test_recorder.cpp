@@ -138,7 +138,7 @@ TEST_CASE("recorder: a time-stepped trigger window ends through Control and Host
   // ... and the next SIGUSR2 ends the window: the recorder takes the request
   // and asks the shim to go dormant, then writes window 1.
   control.arm_request.store(true);
-  for (int i = 0; i < 200 && !nbtest::file_exists(dir.file("w.w1.table.txt")); ++i) usleep(10000);
+  for (int i = 0; i < 3000 && !nbtest::file_exists(dir.file("w.w1.table.txt")); ++i) usleep(10000);
   CHECK(host.dormant.load() >= 1);
   CHECK_FALSE(control.arm_request.load());
   CHECK(nbtest::file_exists(dir.file("w.w1.trace.json.gz")));
@@ -288,7 +288,7 @@ TEST_CASE("recorder: a window's table counts the calls dropped while it recorded
   for (int i = 0; i < 7; ++i) DroppedCall::own(slot->drops, kApi_cuLaunchKernel).returned(i == 0 ? 1 : 0);
   usleep(50000);
   control.arm_request.store(true);  // ends the window
-  for (int i = 0; i < 200 && !nbtest::file_exists(dir.file("w.w1.table.txt")); ++i) usleep(10000);
+  for (int i = 0; i < 3000 && !nbtest::file_exists(dir.file("w.w1.table.txt")); ++i) usleep(10000);
   const std::string table = nbtest::read_file(dir.file("w.w1.table.txt"));
   INFO(table);
   CHECK(calls_and_errors(table, "cuLaunchKernel") == std::make_pair(8L, 1L));
