@@ -24,6 +24,15 @@ constexpr size_t kMinCount = 3;
 constexpr double kMaxCv = 0.25;
 // Spreads this close to the steadiest count as equally steady: timing noise.
 constexpr double kSteadyBand = 0.02;
+// A loop called in bursts (the seed's decode(32), called 9 times) pauses
+// between them: such pauses, at most one per this many intervals, are left
+// out of the spread. A layer's kernel also pauses, once per step; the
+// nesting rule (inside_of) tells the two apart.
+constexpr size_t kBurst = 8;
+// A layer's kernel: at most this many per step, and a pause between its
+// bursts that launches at most this many times as much as one interval.
+constexpr size_t kMaxPerStep = 256;
+constexpr size_t kMaxPauseIntervals = 4;
 // Column widths: a name is cut, a marker only overflows (see below).
 constexpr size_t kNameChars = 60;
 constexpr size_t kMarkerChars = 40;
@@ -42,6 +51,10 @@ struct Candidate {
   uint64_t median_ns = 0;
   bool has_cv = false;          // kMinCount or more, not all at one instant
   double cv = 0;
+  size_t pauses = 0;            // intervals left out of cv: slow first ones and pauses between bursts
+  std::vector<std::pair<uint64_t, uint64_t>> bursts_apart;  // the pauses between bursts, [from, to)
+  uint64_t steady_ns = 0;       // the time its intervals cover, pauses between bursts left out
+  bool inside = false;          // several times in each interval of a regular candidate
   int tier = 2;  // 0: regular, once per step; 1: regular, another period; 2: not a marker
 };
 
@@ -82,36 +95,111 @@ void measure(Candidate& c) {
   // per-layer kernel's long gaps recur all through the run and stay.
   size_t skip = 0;
   while (skip < 3 && skip + 2 < gaps.size() && gaps[skip] > 2 * c.median_ns) ++skip;
+  // Pauses between bursts: intervals over twice the median, left out when
+  // they are few (the steps of a burst are steady; the pause is the
+  // program's, between two calls of its loop). Many of them are the shape
+  // of the interval itself, and stay in the spread.
+  std::vector<bool> pause(gaps.size(), false);
+  size_t pauses = 0;
+  for (size_t i = skip; i < gaps.size(); ++i) pauses += gaps[i] > 2 * c.median_ns;
+  if (pauses * kBurst <= gaps.size() - skip) {
+    for (size_t i = skip; i < gaps.size(); ++i) {
+      if (gaps[i] <= 2 * c.median_ns) continue;
+      pause[i] = true;
+      c.bursts_apart.emplace_back(c.times[i], c.times[i + 1]);
+    }
+  } else {
+    pauses = 0;
+  }
+  c.pauses = skip + pauses;
+  for (size_t i = 0; i < gaps.size(); ++i) c.steady_ns += pause[i] ? 0 : gaps[i];
   double sum = 0;
-  for (size_t i = skip; i < gaps.size(); ++i) sum += static_cast<double>(gaps[i]);
-  const double n = static_cast<double>(gaps.size() - skip);
+  for (size_t i = skip; i < gaps.size(); ++i) sum += pause[i] ? 0.0 : static_cast<double>(gaps[i]);
+  const double n = static_cast<double>(gaps.size() - skip - pauses);
   const double mean = sum / n;
   if (mean <= 0) return;
   double squares = 0;
-  for (size_t i = skip; i < gaps.size(); ++i) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
+  for (size_t i = skip; i < gaps.size(); ++i) {
+    if (!pause[i]) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
+  }
   c.cv = std::sqrt(squares / n) / mean;
   c.has_cv = true;
 }
 
-bool regular(const Candidate& c) { return c.has_cv && c.cv <= kMaxCv; }
+// Steady, and over most of the run: a loop that runs in one phase only (an
+// evaluation's batches, between training steps) is not the run's step.
+struct Run {
+  std::vector<uint64_t> times;  // every event's, sorted
+  uint64_t span_ns = 0;         // first to last
+};
+
+bool regular(const Candidate& c, const Run& run) {
+  return c.has_cv && c.cv <= kMaxCv && c.steady_ns * 2 >= run.span_ns;
+}
+
+// Whether the pauses between `a`'s bursts launch about as much as one of its
+// intervals does: a layer's kernel pauses for the rest of the step (LM head,
+// sampling), a step kernel for an evaluation, a loop of its own. Counted in
+// launches, not time: a host that runs ahead of the GPU launches a step's
+// layers in a burst and then waits.
+bool short_pauses(const Candidate& a, const Run& run) {
+  if (a.bursts_apart.size() < 2) return false;
+  std::vector<size_t> held;
+  for (const auto& [from, to] : a.bursts_apart) {
+    held.push_back(static_cast<size_t>(std::lower_bound(run.times.begin(), run.times.end(), to) -
+                                       std::upper_bound(run.times.begin(), run.times.end(), from)));
+  }
+  std::nth_element(held.begin(), held.begin() + held.size() / 2, held.end());
+  const size_t per_interval = run.times.size() / a.times.size();
+  return held[held.size() / 2] <= kMaxPauseIntervals * per_interval + 8;
+}
+
+// Whether `a`, with short pauses, runs several times in each step of `b`: a
+// regular `b`, rarer, falls in nine of ten of `a`'s pauses and about once in
+// each, and `a` runs at most a few hundred times per step (126 layers, two
+// of it in each). A layer's kernel is inside the argmax's step; a step
+// kernel whose loop is called in bursts is not, unless the program also
+// launches a steady kernel of its own between its calls (that one then
+// reads as the step).
+bool inside_of(const Candidate& a, const Candidate& b) {
+  const size_t n = b.times.size();
+  if (n >= a.times.size() || n > a.pauses + 3 || n * 10 < a.bursts_apart.size() * 9) return false;
+  if (a.times.size() > kMaxPerStep * n) return false;
+  size_t hit = 0;
+  for (const auto& [from, to] : a.bursts_apart) {
+    const auto it = std::upper_bound(b.times.begin(), b.times.end(), from);
+    hit += it != b.times.end() && *it < to;
+  }
+  return hit * 10 >= a.bursts_apart.size() * 9;
+}
 
 // The step's count: the finest cycle among the steadiest candidates (within
 // kSteadyBand of the lowest spread), since a coarser steady one (every 8th
 // step: evaluation, logging) is a multiple of the iteration. Regular
 // candidates seen as often (±1: a warm-up or prefill pass) recur once per
 // step; rarer or more frequent regular ones are listed after them.
-void assign_tiers(std::vector<Candidate>& cs) {
+void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
+  for (Candidate& a : cs) {
+    if (!regular(a, run) || !short_pauses(a, run)) continue;
+    for (const Candidate& b : cs) {
+      if (&a != &b && regular(b, run) && inside_of(a, b)) {
+        a.inside = true;
+        break;
+      }
+    }
+  }
+  const auto marker = [&run](const Candidate& c) { return regular(c, run) && !c.inside; };
   double lowest = -1;
   for (const Candidate& c : cs) {
-    if (regular(c) && (lowest < 0 || c.cv < lowest)) lowest = c.cv;
+    if (marker(c) && (lowest < 0 || c.cv < lowest)) lowest = c.cv;
   }
   if (lowest < 0) return;
   size_t steps = 0;
   for (const Candidate& c : cs) {
-    if (regular(c) && c.cv <= lowest + kSteadyBand) steps = std::max(steps, c.times.size());
+    if (marker(c) && c.cv <= lowest + kSteadyBand) steps = std::max(steps, c.times.size());
   }
   for (Candidate& c : cs) {
-    if (!regular(c)) continue;
+    if (!marker(c)) continue;
     const size_t n = c.times.size();
     c.tier = (n + 1 >= steps && n <= steps + 1) ? 0 : 1;
   }
@@ -299,7 +387,12 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
   if (events.empty()) return fallback("no kernel launches or NVTX range ends were seen");
   std::vector<Candidate> cs = gather(events);
   for (Candidate& c : cs) measure(c);
-  assign_tiers(cs);
+  Run run;
+  run.times.reserve(events.size());
+  for (const CensusEvent& e : events) run.times.push_back(e.ns);
+  std::sort(run.times.begin(), run.times.end());
+  run.span_ns = run.times.back() - run.times.front();
+  assign_tiers(cs, run);
   std::sort(cs.begin(), cs.end(), ranks_before);
 
   std::vector<std::string> kernels;
@@ -338,7 +431,7 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
                     " NVTX ranges (" + std::to_string(events.size()) + " events)\n";
   out += "rank  ";
   pad(out, "NB_STEP", marker_width, false);
-  out += "    count  median interval  regularity  threads  name\n";
+  out += "    count  median interval  regularity  pauses  threads  name\n";
   size_t rank = 0;
   for (size_t i = 0; i < rows; ++i) {
     const Candidate& c = cs[i];
@@ -355,13 +448,19 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
     out += "  ";
     pad(out, cv, 10, true);
     out += "  ";
+    pad(out, c.has_cv ? std::to_string(c.pauses) : "-", 6, true);
+    out += "  ";
     pad(out, std::to_string(c.threads), 7, true);
     out += "  " + shown(c.name, kNameChars, chars) + "\n";
   }
   if (rows < cs.size()) out += "(" + std::to_string(cs.size() - rows) + " more not shown)\n";
   out += "regularity: spread of the intervals (coefficient of variation); lower is steadier\n"
+         "pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice\n"
+         "        the median when at most one in " + std::to_string(kBurst) + " is (a loop called in bursts)\n"
          "rank -: not a step marker (seen fewer than " + std::to_string(kMinCount) +
-         " times, or intervals spread over " + std::to_string(std::lround(kMaxCv * 100)) + "%)\n";
+         " times, intervals spread over " + std::to_string(std::lround(kMaxCv * 100)) +
+         "%, steady over less\n        than half the run, or several times in each step of a steadier one, as a layer's\n"
+         "        kernels are)\n";
 
   for (size_t i = 0; i < cs.size() && cs[i].tier < 2; ++i) {
     if (!marker(i).empty()) return out + "suggested: NB_STEP=" + shell_quoted(marker(i)) + "\n";
