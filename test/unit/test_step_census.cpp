@@ -16,6 +16,15 @@ namespace {
 
 constexpr uint64_t kUs = 1000, kMs = 1000 * kUs;
 
+// The lines under every census table.
+const char* const kLegend = R"(regularity: spread of the intervals (coefficient of variation); lower is steadier
+pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice
+        the median when at most one in 8 is (a loop called in bursts)
+rank -: not a step marker (seen fewer than 3 times, intervals spread over 25%, steady over less
+        than half the run, or several times in each step of a steadier one, as a layer's
+        kernels are)
+)";
+
 const char* const kEmbed =
     "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
     "true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 "
@@ -166,14 +175,7 @@ rank  NB_STEP                                    count  median interval  regular
    -  kernel:act_and_mul_kernel                    384         64.000us        0.0%      31        1  void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloa...
    -  kernel:reshape_and_cache_flash_kernel        384         64.000us        0.0%      31        1  void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, ...
 (5 more not shown)
-regularity: spread of the intervals (coefficient of variation); lower is steadier
-pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice
-        the median when at most one in 8 is (a loop called in bursts)
-rank -: not a step marker (seen fewer than 3 times, intervals spread over 25%, steady over less
-        than half the run, or several times in each step of a steadier one, as a layer's
-        kernels are)
-suggested: NB_STEP='kernel:unrolled_elementwise_kernel'
-)golden";
+)golden" + std::string(kLegend) + "suggested: NB_STEP='kernel:unrolled_elementwise_kernel'\n";
   INFO(got);
   CHECK(got == want);
 }
@@ -188,14 +190,7 @@ rank  NB_STEP                    count  median interval  regularity  pauses  thr
    4  kernel:adam_step_kernel       10        102.000ms        2.3%       0        1  void adam_step_kernel(float*, float const*, int)
    -  nvtx:dataloader                4        301.000ms       47.6%       0        1  dataloader
    -  kernel:gemm_kernel            30         10.000ms      102.3%       0        1  void gemm_kernel<float>(float const*, float*)
-regularity: spread of the intervals (coefficient of variation); lower is steadier
-pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice
-        the median when at most one in 8 is (a loop called in bursts)
-rank -: not a step marker (seen fewer than 3 times, intervals spread over 25%, steady over less
-        than half the run, or several times in each step of a steadier one, as a layer's
-        kernels are)
-suggested: NB_STEP='nvtx:step'
-)golden";
+)golden" + std::string(kLegend) + "suggested: NB_STEP='nvtx:step'\n";
   INFO(got);
   CHECK(got == want);
 }
