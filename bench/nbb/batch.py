@@ -27,7 +27,7 @@ CARRIED = ["shim/libnb_shim.so", "shim/nb-libs", "collector/nb-options", "script
 # PART_DEADLINE_S, so that its results are packed and come back.
 PARTS = [
     [("demo", [], 15), ("device-check", [], 100), ("window-check", [], 120), ("handover", [], 45),
-     ("interrupt", [], 25)],
+     ("interrupt", [], 25), ("census", ["--programs", "bursts,generate,jax"], 100)],
     [("memory-check", [], 200), ("corr-order", [], 35), ("py-frames", ["--bench"], 15), ("stack-cold", [], 35),
      ("launch-cost", ["--pairs", "5"], 30), ("alloc-stack", ["--rounds", "3"], 20)],
     [("compare", ["--process-pairs", "0"], 200), ("launch-gpu", ["--cupti", "act+ts+cb+flush", "--reps", "2"], 50),

@@ -279,6 +279,57 @@ def window_check(ctx, a):
         ctx.check(checks.window, ctx.path("t.w1.trace.json"), 8)
 
 
+# The census's programs: (tag, command after the Python, the counts a
+# once-per-step marker has there). generate: 2 requests of 64 new tokens.
+CENSUS_PROGRAMS = [
+    ("seed", ["decode.py", "seed", "32"], [32]),
+    ("bursts", ["decode.py", "seed", "32", "--bursts", "8"], [264]),
+    ("generate", ["decode.py", "generate"], [128]),
+    ("jax", ["frameworks.py", "jax-loop", "200"], [200]),
+]
+
+
+@scenario("census", gpu=True,
+          backs="gpu-validation.md: `nbprof steps` ranks a once-per-step marker first and suggests it, on the "
+                "seed's loop, the loop timed in bursts as the seed's notebook does, `generate` and a JAX loop",
+          options=[option("--programs", type=csv, default=[t for t, _, _ in CENSUS_PROGRAMS],
+                          help=",".join(t for t, _, _ in CENSUS_PROGRAMS))])
+def census(ctx, a):
+    """`nbprof steps -- PROGRAM` on the seed's loop (32 steps), the loop as
+    the seed's notebook times it (decode(8), then decode(32) 8 times: 264
+    steps in bursts, the case of a warm-up and gaps between bursts), the
+    `generate` example (2 requests of 64 tokens) and a JAX training loop
+    (200 jitted steps). PASS when the candidate ranked first is the one
+    suggested and it is seen once per step (its count)."""
+    env = ctx.gpu_env()
+    for tag, cmd, counts in CENSUS_PROGRAMS:
+        if tag not in a.programs:
+            continue
+        ctx.section(f"nbprof steps -- {' '.join(cmd)}")
+        out = ctx.run([ctx.build.nbprof, "steps", "-o", ctx.path(tag), "--", ctx.python, ctx.workload(cmd[0]),
+                       *cmd[1:]], env=env, log=f"census-{tag}")
+        ctx.say(f"exit {out.rc}")
+        if ctx.dry:
+            continue
+        table = ctx.path(f"{tag}.steps.txt")
+        if not os.path.exists(table):
+            ctx.say(f"FAIL {tag}: no {table}")
+            continue
+        with open(table) as f:
+            text = f.read()
+        for line in text.splitlines()[:6]:
+            ctx.say("  " + line)
+        first = next((line.split() for line in text.splitlines() if line.split()[:1] == ["1"]), None)
+        suggested = Result(text, 0).lines("suggested: NB_STEP=")
+        marker = shlex.split(suggested[0].split("=", 1)[1])[0] if suggested else None
+        if first is None or marker is None:
+            ctx.say(f"FAIL {tag}: no candidate ranked first or none suggested ({suggested})")
+            continue
+        ok = first[1] == marker and int(first[2]) in counts
+        ctx.say("PASS" if ok else "FAIL", f"{tag}: ranked first {first[1]} x{first[2]} (a step: {counts}), "
+                f"suggested {marker}")
+
+
 @scenario("handover", gpu=True,
           backs="gpu-validation.md: nb beside the program's own torch.profiler (the hand-over), and beside "
                 "nsys where it is installed")

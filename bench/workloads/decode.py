@@ -23,10 +23,13 @@ Programs:
         its export_stacks of self CUDA time to OUTDIR/torch.stacks; with
         'window' inside cudaProfilerStart/Stop (nb's window for
         NB_STEP=profiler-api: the same steps, recorded alone)
-  seed STEPS [--nvtx] [--pause S]
+  seed STEPS [--nvtx] [--pause S] [--bursts B]
         the loop as a program nb must cut into steps itself: no warm-up, no
         synchronize; with --nvtx an NVTX range "step" around each step, with
-        --pause a sleep after each; prints 'end_ns <epoch ns>' at the end
+        --pause a sleep after each; with --bursts, as the seed's notebook
+        times it: decode(8) to warm up, then decode(STEPS) B times, each
+        synchronized and timed (8 + 8 x 32 = 264 steps for B = 8, STEPS =
+        32); prints 'end_ns <epoch ns>' at the end
   profiler-inside OUT_JSON
         4 steps, then torch.profiler (CPU + CUDA) around 8 steps, exported to
         OUT_JSON, then 4 more; prints the profiler's kernel and flow counts
@@ -260,6 +263,13 @@ def program_seed(args):
         if nvtx and i + 1 < steps:
             d.torch.cuda.nvtx.range_push("step")
 
+    bursts = int(opt(args, "--bursts", 0))
+    if bursts:
+        d.decode(8)
+        for _ in range(bursts):
+            print(f"decode({steps}) {d.timed(steps) * 1e3:.1f} ms", flush=True)
+        print("end_ns", time.time_ns(), flush=True)
+        return
     if nvtx:
         d.torch.cuda.nvtx.range_push("step")
     d.decode(steps, each)
