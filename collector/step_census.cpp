@@ -22,8 +22,10 @@ constexpr size_t kMinCount = 3;
 // Intervals spread wider than this (coefficient of variation) are not an
 // iteration's: a layer's kernel comes 12 times close together, then waits.
 constexpr double kMaxCv = 0.25;
-// Spreads this close to the steadiest count as equally steady: timing noise.
-constexpr double kSteadyBand = 0.02;
+// Spreads within this factor of the steadiest count as equally steady:
+// timing noise (a spread measured over 32 intervals is itself good to
+// about 12%).
+constexpr double kSteadyBand = 1.25;
 // A loop called in bursts (the seed's decode(32), called 9 times) pauses
 // between them: such pauses, at most one per this many intervals, are left
 // out of the spread. A layer's kernel also pauses, once per step; the
@@ -33,6 +35,18 @@ constexpr size_t kBurst = 8;
 // bursts that launches at most this many times as much as one interval.
 constexpr size_t kMaxPerStep = 256;
 constexpr size_t kMaxPauseIntervals = 4;
+// A warm-up longer than three steps is looked for only with this many
+// intervals or more (the later part then keeps at least 8).
+constexpr size_t kMinLongWarmup = 16;
+// Among the steadiest, the step's count is taken from those steady over at
+// least this share of the longest steady time (an evaluation's kernel,
+// steady in its own phases only, is not the iteration).
+constexpr double kStepCover = 0.75;
+// Evidence enough to set the step's count (see assign_tiers).
+constexpr size_t kStepEvidence = 8;
+// Counts within steps / kSameCount (at least 1) of the step's are once per
+// step: 130 launches in a `generate` of 128 tokens (once more per request).
+constexpr size_t kSameCount = 50;
 // Column widths: a name is cut, a marker only overflows (see below).
 constexpr size_t kNameChars = 60;
 constexpr size_t kMarkerChars = 40;
@@ -54,6 +68,8 @@ struct Candidate {
   size_t pauses = 0;            // intervals left out of cv: slow first ones and pauses between bursts
   std::vector<std::pair<uint64_t, uint64_t>> bursts_apart;  // the pauses between bursts, [from, to)
   uint64_t steady_ns = 0;       // the time its intervals cover, pauses between bursts left out
+  uint64_t steady_from_ns = 0;  // where the intervals measured begin (after its warm-up)
+  uint64_t covered_ns = 0;      // steady_ns and its quiet pauses (cover)
   bool inside = false;          // several times in each interval of a regular candidate
   int tier = 2;  // 0: regular, once per step; 1: regular, another period; 2: not a marker
 };
@@ -77,15 +93,58 @@ std::vector<Candidate> gather(const std::vector<CensusEvent>& events) {
   return out;
 }
 
+// The spread of gaps[from..] (time order), with pauses between bursts (over
+// twice these intervals' median, at most one in kBurst) left out.
+struct Spread {
+  bool ok = false;
+  double cv = 0;
+  uint64_t median_ns = 0;
+  size_t pauses = 0;
+  uint64_t steady_ns = 0;
+  std::vector<bool> pause;
+};
+
+uint64_t median_of(std::vector<uint64_t> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : v[m / 2 - 1] + (v[m / 2] - v[m / 2 - 1]) / 2;
+}
+
+Spread spread_from(const std::vector<uint64_t>& gaps, size_t from, uint64_t median_ns) {
+  Spread s;
+  s.median_ns = median_ns;
+  s.pause.assign(gaps.size(), false);
+  for (size_t i = from; i < gaps.size(); ++i) s.pauses += gaps[i] > 2 * median_ns;
+  if (s.pauses * kBurst <= gaps.size() - from) {
+    for (size_t i = from; i < gaps.size(); ++i) s.pause[i] = gaps[i] > 2 * median_ns;
+  } else {
+    s.pauses = 0;
+  }
+  double sum = 0;
+  for (size_t i = from; i < gaps.size(); ++i) {
+    if (!s.pause[i]) {
+      sum += static_cast<double>(gaps[i]);
+      s.steady_ns += gaps[i];
+    }
+  }
+  const double n = static_cast<double>(gaps.size() - from - s.pauses);
+  const double mean = sum / n;
+  if (n <= 0 || mean <= 0) return s;
+  double squares = 0;
+  for (size_t i = from; i < gaps.size(); ++i) {
+    if (!s.pause[i]) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
+  }
+  s.cv = std::sqrt(squares / n) / mean;
+  s.ok = true;
+  return s;
+}
+
 void measure(Candidate& c) {
   std::sort(c.times.begin(), c.times.end());
   if (c.times.size() < 2) return;
   std::vector<uint64_t> gaps;  // in time order
   for (size_t i = 1; i < c.times.size(); ++i) gaps.push_back(c.times[i] - c.times[i - 1]);
-  std::vector<uint64_t> sorted = gaps;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t m = sorted.size();
-  c.median_ns = m % 2 ? sorted[m / 2] : sorted[m / 2 - 1] + (sorted[m / 2] - sorted[m / 2 - 1]) / 2;
+  c.median_ns = median_of(gaps);
   c.has_median = true;
   if (c.times.size() < kMinCount) return;
   // The first steps of a real program are slow (lazy module loading, library
@@ -95,113 +154,187 @@ void measure(Candidate& c) {
   // per-layer kernel's long gaps recur all through the run and stay.
   size_t skip = 0;
   while (skip < 3 && skip + 2 < gaps.size() && gaps[skip] > 2 * c.median_ns) ++skip;
-  // Pauses between bursts: intervals over twice the median, left out when
-  // they are few (the steps of a burst are steady; the pause is the
-  // program's, between two calls of its loop). Many of them are the shape
-  // of the interval itself, and stay in the spread.
-  std::vector<bool> pause(gaps.size(), false);
-  size_t pauses = 0;
-  for (size_t i = skip; i < gaps.size(); ++i) pauses += gaps[i] > 2 * c.median_ns;
-  if (pauses * kBurst <= gaps.size() - skip) {
-    for (size_t i = skip; i < gaps.size(); ++i) {
-      if (gaps[i] <= 2 * c.median_ns) continue;
-      pause[i] = true;
-      c.bursts_apart.emplace_back(c.times[i], c.times[i + 1]);
+  Spread s = spread_from(gaps, skip, c.median_ns);
+  // A warm-up can also last many steps: the first request of a `generate`
+  // (each new length autotuned: 46-78 ms a token on the H200, then 6 ms in
+  // the second), a JAX loop's first steps. If the run is not steady as a
+  // whole, its later part is measured alone (from an eighth, a quarter, then
+  // half of the way on), with its own median: a program's steady state is
+  // what comes after its warm-up. A layer's kernel is as irregular in any
+  // part; the rules below (nesting, coverage) judge what this lets through.
+  if (!(s.ok && s.cv <= kMaxCv) && gaps.size() >= kMinLongWarmup) {
+    for (size_t part : {8, 4, 2}) {
+      const size_t from = gaps.size() / part;
+      const Spread later = spread_from(gaps, from, median_of({gaps.begin() + static_cast<long>(from), gaps.end()}));
+      if (later.ok && later.cv <= kMaxCv) {
+        s = later;
+        skip = from;
+        c.median_ns = later.median_ns;
+        break;
+      }
     }
-  } else {
-    pauses = 0;
   }
-  c.pauses = skip + pauses;
-  for (size_t i = 0; i < gaps.size(); ++i) c.steady_ns += pause[i] ? 0 : gaps[i];
-  double sum = 0;
-  for (size_t i = skip; i < gaps.size(); ++i) sum += pause[i] ? 0.0 : static_cast<double>(gaps[i]);
-  const double n = static_cast<double>(gaps.size() - skip - pauses);
-  const double mean = sum / n;
-  if (mean <= 0) return;
-  double squares = 0;
+  if (!s.ok) return;
+  c.pauses = skip + s.pauses;
+  c.steady_ns = s.steady_ns;
+  c.steady_from_ns = c.times[skip];
   for (size_t i = skip; i < gaps.size(); ++i) {
-    if (!pause[i]) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
+    if (s.pause[i]) c.bursts_apart.emplace_back(c.times[i], c.times[i + 1]);
   }
-  c.cv = std::sqrt(squares / n) / mean;
+  c.cv = s.cv;
   c.has_cv = true;
 }
 
-// Steady, and over most of the run: a loop that runs in one phase only (an
-// evaluation's batches, between training steps) is not the run's step.
+// Steady: intervals within kMaxCv. A marker must also be steady over most
+// of the run from where its steady part starts (at least half of that
+// time): a loop that runs in one phase only (an evaluation's batches,
+// between training steps) is not the run's step. Counted from where it
+// starts, not from the run's start: a JAX program compiles for seconds
+// before a loop of a few ms, a `generate` warms up for its whole first
+// request. Its pauses count as its time when they are waits (cover): a
+// JAX loop that reads its loss every 10 steps waits there for half its
+// time.
 struct Run {
   std::vector<uint64_t> times;  // every event's, sorted
-  uint64_t span_ns = 0;         // first to last
 };
 
+bool steady(const Candidate& c) { return c.has_cv && c.cv <= kMaxCv; }
+
 bool regular(const Candidate& c, const Run& run) {
-  return c.has_cv && c.cv <= kMaxCv && c.steady_ns * 2 >= run.span_ns;
+  return steady(c) && c.covered_ns * 2 >= run.times.back() - c.steady_from_ns;
 }
 
-// Whether the pauses between `a`'s bursts launch about as much as one of its
-// intervals does: a layer's kernel pauses for the rest of the step (LM head,
-// sampling), a step kernel for an evaluation, a loop of its own. Counted in
+// How many events of the run fall inside a pause (from, to).
+size_t held_in(const Run& run, uint64_t from, uint64_t to) {
+  return static_cast<size_t>(std::lower_bound(run.times.begin(), run.times.end(), to) -
+                             std::upper_bound(run.times.begin(), run.times.end(), from));
+}
+
+// Whether a pause of `a` launches about as much as one of its intervals
+// does (at most kMaxPauseIntervals times as much, and 8 more): the rest of
+// a step around a layer's kernel (LM head, sampling), a synchronize between
+// calls of a loop; not an evaluation between training steps. Counted in
 // launches, not time: a host that runs ahead of the GPU launches a step's
 // layers in a burst and then waits.
+bool quiet_pause(const Candidate& a, const Run& run, size_t held) {
+  const size_t per_interval = run.times.size() / a.times.size();
+  return held <= kMaxPauseIntervals * per_interval + 8;
+}
+
+// The time a candidate covers: its steady intervals, and its pauses that
+// are waits (at most half an interval's launches, and 8 more: a
+// synchronize, a loss read back), not the rest of a step (a layer's kernel)
+// nor another loop (an evaluation).
+void cover(Candidate& c, const Run& run) {
+  c.covered_ns = c.steady_ns;
+  const size_t per_interval = run.times.size() / c.times.size();
+  for (const auto& [from, to] : c.bursts_apart) {
+    if (held_in(run, from, to) <= per_interval / 2 + 8) c.covered_ns += to - from;
+  }
+}
+
+// Whether `a`'s pauses are quiet as a rule (their median): a layer's kernel
+// pauses for the rest of the step, a step kernel for an evaluation, a loop
+// of its own.
 bool short_pauses(const Candidate& a, const Run& run) {
   if (a.bursts_apart.size() < 2) return false;
   std::vector<size_t> held;
-  for (const auto& [from, to] : a.bursts_apart) {
-    held.push_back(static_cast<size_t>(std::lower_bound(run.times.begin(), run.times.end(), to) -
-                                       std::upper_bound(run.times.begin(), run.times.end(), from)));
-  }
+  for (const auto& [from, to] : a.bursts_apart) held.push_back(held_in(run, from, to));
   std::nth_element(held.begin(), held.begin() + held.size() / 2, held.end());
-  const size_t per_interval = run.times.size() / a.times.size();
-  return held[held.size() / 2] <= kMaxPauseIntervals * per_interval + 8;
+  return quiet_pause(a, run, held[held.size() / 2]);
 }
 
-// Whether `a`, with short pauses, runs several times in each step of `b`: a
-// regular `b`, rarer, falls in nine of ten of `a`'s pauses and about once in
-// each, and `a` runs at most a few hundred times per step (126 layers, two
-// of it in each). A layer's kernel is inside the argmax's step; a step
-// kernel whose loop is called in bursts is not, unless the program also
-// launches a steady kernel of its own between its calls (that one then
-// reads as the step).
+// Whether `a`, with short pauses, runs several times in each step of `b`:
+// nine of ten of a regular, rarer `b`'s occurrences (those where `a` is
+// measured, after its warm-up) each fall in a pause of `a` of their own,
+// and `a` runs at most a few hundred times per step (126 layers, two of it
+// in each). `a` may pause more often than that: in a `generate`'s first
+// request the layers wait for tuning inside a token too. A layer's kernel
+// is inside the argmax's step; a step kernel whose loop is called in bursts
+// is not, unless the program also launches a steady kernel of its own
+// between its calls (that one then reads as the step).
 bool inside_of(const Candidate& a, const Candidate& b) {
   const size_t n = b.times.size();
-  if (n >= a.times.size() || n > a.pauses + 3 || n * 10 < a.bursts_apart.size() * 9) return false;
-  if (a.times.size() > kMaxPerStep * n) return false;
-  size_t hit = 0;
-  for (const auto& [from, to] : a.bursts_apart) {
-    const auto it = std::upper_bound(b.times.begin(), b.times.end(), from);
-    hit += it != b.times.end() && *it < to;
+  if (n >= a.times.size() || n > a.pauses + 3 || a.times.size() > kMaxPerStep * n) return false;
+  size_t considered = 0, hit = 0;
+  size_t last_pause = SIZE_MAX;
+  for (const uint64_t t : b.times) {
+    if (t < a.steady_from_ns || t > a.times.back()) continue;
+    ++considered;
+    // The last pause that begins before t, if t is inside it.
+    auto it = std::upper_bound(a.bursts_apart.begin(), a.bursts_apart.end(), t,
+                               [](uint64_t v, const std::pair<uint64_t, uint64_t>& p) { return v <= p.first; });
+    if (it == a.bursts_apart.begin()) continue;
+    --it;
+    const size_t k = static_cast<size_t>(it - a.bursts_apart.begin());
+    if (t < it->second && k != last_pause) {
+      ++hit;
+      last_pause = k;
+    }
   }
-  return hit * 10 >= a.bursts_apart.size() * 9;
+  return considered >= kMinCount && hit * 10 >= considered * 9;
 }
 
-// The step's count: the finest cycle among the steadiest candidates (within
-// kSteadyBand of the lowest spread), since a coarser steady one (every 8th
-// step: evaluation, logging) is a multiple of the iteration. Regular
-// candidates seen as often (±1: a warm-up or prefill pass) recur once per
-// step; rarer or more frequent regular ones are listed after them.
+// The step's count, from the markers with the most evidence (seen
+// kStepEvidence times or more, when any is: a compiler's phases can be
+// three evenly spaced ranges by chance) that are steady over most of the
+// longest steady time among them (kStepCover: an evaluation's own loop
+// covers its phases only): the steadiest of them, its spread scaled as
+// below, or a finer cycle about as steady (a coarser steady one, every 8th
+// step for logging, is a multiple of the iteration). Markers seen about as
+// often (within kSameCount: a warm-up or prefill pass) recur once per step;
+// rarer or more frequent ones are listed after them.
 void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
+  for (Candidate& c : cs) cover(c, run);
   for (Candidate& a : cs) {
-    if (!regular(a, run) || !short_pauses(a, run)) continue;
+    if (!steady(a) || !short_pauses(a, run)) continue;
     for (const Candidate& b : cs) {
-      if (&a != &b && regular(b, run) && inside_of(a, b)) {
+      if (&a != &b && steady(b) && inside_of(a, b)) {
         a.inside = true;
         break;
       }
     }
   }
   const auto marker = [&run](const Candidate& c) { return regular(c, run) && !c.inside; };
-  double lowest = -1;
+  bool evidence = false;
+  for (const Candidate& c : cs) evidence = evidence || (marker(c) && c.times.size() >= kStepEvidence);
+  const auto judged = [&](const Candidate& c) { return marker(c) && (!evidence || c.times.size() >= kStepEvidence); };
+  uint64_t widest = 0;
   for (const Candidate& c : cs) {
-    if (marker(c) && (lowest < 0 || c.cv < lowest)) lowest = c.cv;
+    if (judged(c)) widest = std::max(widest, c.covered_ns);
   }
-  if (lowest < 0) return;
-  size_t steps = 0;
+  const auto wide = [&](const Candidate& c) {
+    return judged(c) && static_cast<double>(c.covered_ns) >= kStepCover * static_cast<double>(widest);
+  };
+  // A coarser cycle is the sum of several steps, so its intervals spread
+  // less relative to their length (by the square root of how many steps it
+  // spans, for steps of independent noise): on the H200 a `generate` kernel
+  // launched every other token came out steadier (9.5%) than the per-token
+  // argmax (11%). Spreads are compared as cv / sqrt(count), which is the
+  // same for the step and its multiples.
+  const auto scaled = [](const Candidate& c) { return c.cv / std::sqrt(static_cast<double>(c.times.size())); };
+  // The steadiest sets the count (the larger on a tie); a candidate about as
+  // steady with half as many again or more is a finer cycle and the step.
+  const Candidate* best = nullptr;
   for (const Candidate& c : cs) {
-    if (marker(c) && c.cv <= lowest + kSteadyBand) steps = std::max(steps, c.times.size());
+    if (!wide(c)) continue;
+    if (best == nullptr || scaled(c) < scaled(*best) - 1e-12 ||
+        (scaled(c) <= scaled(*best) + 1e-12 && c.times.size() > best->times.size())) {
+      best = &c;
+    }
   }
+  if (best == nullptr) return;
+  size_t steps = best->times.size();
+  for (const Candidate& c : cs) {
+    if (wide(c) && scaled(c) <= scaled(*best) * kSteadyBand + 1e-9 && 2 * c.times.size() >= 3 * best->times.size()) {
+      steps = std::max(steps, c.times.size());
+    }
+  }
+  const size_t same = std::max<size_t>(1, steps / kSameCount);
   for (Candidate& c : cs) {
     if (!marker(c)) continue;
     const size_t n = c.times.size();
-    c.tier = (n + 1 >= steps && n <= steps + 1) ? 0 : 1;
+    c.tier = (n + same >= steps && n <= steps + same) ? 0 : 1;
   }
 }
 
@@ -391,7 +524,6 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
   run.times.reserve(events.size());
   for (const CensusEvent& e : events) run.times.push_back(e.ns);
   std::sort(run.times.begin(), run.times.end());
-  run.span_ns = run.times.back() - run.times.front();
   assign_tiers(cs, run);
   std::sort(cs.begin(), cs.end(), ranks_before);
 
@@ -455,12 +587,13 @@ std::string step_census(const std::vector<CensusEvent>& events, size_t max_rows)
   }
   if (rows < cs.size()) out += "(" + std::to_string(cs.size() - rows) + " more not shown)\n";
   out += "regularity: spread of the intervals (coefficient of variation); lower is steadier\n"
-         "pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice\n"
-         "        the median when at most one in " + std::to_string(kBurst) + " is (a loop called in bursts)\n"
+         "pauses: intervals left out of the spread: a warm-up (up to 3 slow first ones, or the first\n"
+         "        eighth, quarter or half when only the rest is steady), and those over twice the\n"
+         "        median when at most one in " + std::to_string(kBurst) + " is (a loop called in bursts)\n"
          "rank -: not a step marker (seen fewer than " + std::to_string(kMinCount) +
          " times, intervals spread over " + std::to_string(std::lround(kMaxCv * 100)) +
-         "%, steady over less\n        than half the run, or several times in each step of a steadier one, as a layer's\n"
-         "        kernels are)\n";
+         "%, steady over less\n        than half the run after its warm-up, or several times in each step of a steadier\n"
+         "        one, as a layer's kernels are)\n";
 
   for (size_t i = 0; i < cs.size() && cs[i].tier < 2; ++i) {
     if (!marker(i).empty()) return out + "suggested: NB_STEP=" + shell_quoted(marker(i)) + "\n";

@@ -18,11 +18,12 @@ constexpr uint64_t kUs = 1000, kMs = 1000 * kUs;
 
 // The lines under every census table.
 const char* const kLegend = R"(regularity: spread of the intervals (coefficient of variation); lower is steadier
-pauses: intervals left out of the spread: up to 3 slow first ones, and those over twice
-        the median when at most one in 8 is (a loop called in bursts)
+pauses: intervals left out of the spread: a warm-up (up to 3 slow first ones, or the first
+        eighth, quarter or half when only the rest is steady), and those over twice the
+        median when at most one in 8 is (a loop called in bursts)
 rank -: not a step marker (seen fewer than 3 times, intervals spread over 25%, steady over less
-        than half the run, or several times in each step of a steadier one, as a layer's
-        kernels are)
+        than half the run after its warm-up, or several times in each step of a steadier
+        one, as a layer's kernels are)
 )";
 
 const char* const kEmbed =
@@ -395,4 +396,101 @@ TEST_CASE("census: a long evaluation every 50 steps does not make its own kernel
   const std::string out = nb::step_census(events, 10);
   INFO(out);
   CHECK(out.find("suggested: NB_STEP='kernel:adam_step_kernel'") != std::string::npos);
+}
+
+namespace {
+
+// Noise of a real loop: a step's time times 1 ± up to `spread`, from a
+// fixed sequence.
+struct Jitter {
+  uint64_t state = 88172645463325252ull;
+  uint64_t operator()(uint64_t ns, double spread) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const double u = static_cast<double>(state % 10001) / 10000.0;  // 0..1
+    return static_cast<uint64_t>(static_cast<double>(ns) * (1.0 + spread * (2 * u - 1)));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("census: a generate whose first request warms up on every token: the once-per-token kernel comes first",
+          "[unit][census]") {
+  // As the seed's `generate` example ran on the H200: two requests of 64
+  // tokens; in the first each new length is tuned (46-78 ms a token, one of
+  // 440 ms), in the second a token takes 6 ms. The elementwise kernels that
+  // copy the growing sequence come in variants by its length's alignment:
+  // one of them every other token, one every fourth, each steadier than the
+  // per-token kernels by its length. One kernel also runs at each prefill.
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  int token = 0;
+  for (int request = 0; request < 2; ++request) {
+    events.push_back({"position_add", false, t, 1});
+    for (int k = 0; k < 64; ++k, ++token) {
+      const uint64_t step = request == 0 ? (k == 0 ? 372 * kMs : k == 32 ? 440 * kMs : (46 + (k % 11) * 3) * kMs)
+                                         : 6 * kMs;
+      const uint64_t took = jitter(step, 0.2);
+      for (int l = 0; l < 12; ++l) {
+        events.push_back({"layer_gemm", false, t + took * static_cast<uint64_t>(l) / 16, 1});
+        events.push_back({"layer_norm_kernel", false, t + took * static_cast<uint64_t>(l) / 16 + 10 * kUs, 1});
+      }
+      const uint64_t end = t + took * 13 / 16;
+      events.push_back({"lm_head_gemv", false, end, 1});
+      events.push_back({"position_add", false, end + 20 * kUs, 1});
+      events.push_back({token % 2 ? "copy_unrolled" : "copy_vectorized4", false, end + 30 * kUs, 1});
+      if (token % 4 == 0) events.push_back({"copy_vectorized2", false, end + 35 * kUs, 1});
+      events.push_back({"argmax_reduce", false, end + 40 * kUs, 1});
+      events.push_back({"stop_sum_reduce", false, end + 50 * kUs, 1});
+      t += took;
+    }
+    t += 300 * kMs;
+  }
+  const std::string out = nb::step_census(events, 12);
+  INFO(out);
+  CHECK(out.find("suggested: NB_STEP='kernel:stop_sum_reduce'") != std::string::npos);
+  CHECK(row(out, "stop_sum_reduce").rfind("   1  ", 0) == 0);
+  CHECK(row(out, "stop_sum_reduce").find(" 128 ") != std::string::npos);
+  CHECK(row(out, "argmax_reduce").rfind("   2  ", 0) == 0);
+  CHECK(row(out, "layer_gemm").rfind("   -  ", 0) == 0);
+}
+
+TEST_CASE("census: a JAX loop after seconds of compiling: its per-step range comes first", "[unit][census]") {
+  // As a JAX training loop ran on the H200: 7.5 s of compiling (XLA's own
+  // NVTX ranges, a few of each, some as steady as a step; autotuning
+  // kernels), then 200 steps of 60 us, the loss read every 10 steps (a
+  // wait), each step a range per op inside the module's range.
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  for (int pass = 0; pass < 40; ++pass) {
+    for (int i = 0; i < 3; ++i) events.push_back({"XlaPass:#name=pass" + std::to_string(pass) + "#", true,
+                                                  t + static_cast<uint64_t>(i) * 280 * kUs, 1});
+    for (int i = 0; i < 17; ++i) events.push_back({"RedzoneAllocatorKernel", false, t + jitter(4 * kMs, 0.9), 1});
+    t += jitter(150 * kMs, 0.5);
+  }
+  for (int i = 0; i < 3; ++i) events.push_back({"XlaCompile:#module=jit_update#", true, t + i * 428 * kMs, 1});
+  t += 1300 * kMs;
+  for (int step = 0; step < 200; ++step) {
+    const uint64_t took = jitter(60 * kUs, 0.3);
+    for (int op = 0; op < 6; ++op) {
+      events.push_back({"Thunk:#hlo_op=fusion." + std::to_string(op) + "#", true, t + took * static_cast<uint64_t>(op) / 8, 1});
+    }
+    events.push_back({"XlaModule:#hlo_module=jit_update#", true, t + took * 7 / 8, 1});
+    t += took + (step % 10 == 9 ? 600 * kUs : 0);
+  }
+  const std::string out = nb::step_census(events, 0);
+  INFO(out);
+  // The module's range or one of its ops' ranges: each ends once a step.
+  const std::string pick = suggested(out);
+  CHECK((pick == "'nvtx:XlaModule:#hlo_module=jit_update#'" || pick.rfind("'nvtx:Thunk:#hlo_op=fusion.", 0) == 0));
+  CHECK(row(out, pick.substr(6, pick.size() - 7)).find(" 200 ") != std::string::npos);
+  // The compiler's evenly spaced ranges come after every per-step one.
+  const std::string compile = row(out, "XlaCompile:#module=jit_update#");
+  CHECK(out.find(compile) > out.find(row(out, "XlaModule:#hlo_module=jit_update#")));
+  for (int op = 0; op < 6; ++op) {
+    CHECK(out.find(compile) > out.find(row(out, "Thunk:#hlo_op=fusion." + std::to_string(op) + "#")));
+  }
 }
