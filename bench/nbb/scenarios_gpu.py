@@ -325,7 +325,8 @@ def census(ctx, a):
         if first is None or marker is None:
             ctx.say(f"FAIL {tag}: no candidate ranked first or none suggested ({suggested})")
             continue
-        ok = first[1] == marker and int(first[2]) in counts
+        # Once per step: within 2% (a prefill or warm-up pass more), as nbprof steps counts it.
+        ok = first[1] == marker and any(abs(int(first[2]) - c) <= max(1, c // 50) for c in counts)
         ctx.say("PASS" if ok else "FAIL", f"{tag}: ranked first {first[1]} x{first[2]} (a step: {counts}), "
                 f"suggested {marker}")
 
