@@ -38,6 +38,7 @@ constexpr size_t kMaxPauseIntervals = 4;
 // A warm-up longer than three steps is looked for only with this many
 // intervals or more (the later part then keeps at least 8).
 constexpr size_t kMinLongWarmup = 16;
+constexpr double kWarmupSlower = 1.5;
 // Among the steadiest, the step's count is taken from those steady over at
 // least this share of the longest steady time (an evaluation's kernel,
 // steady in its own phases only, is not the iteration).
@@ -70,6 +71,7 @@ struct Candidate {
   uint64_t steady_ns = 0;       // the time its intervals cover, pauses between bursts left out
   uint64_t steady_from_ns = 0;  // where the intervals measured begin (after its warm-up)
   uint64_t covered_ns = 0;      // steady_ns and its quiet pauses (cover)
+  uint64_t absent_ns = 0;       // its other pauses: phases it is absent from (cover)
   bool inside = false;          // several times in each interval of a regular candidate
   int tier = 2;  // 0: regular, once per step; 1: regular, another period; 2: not a marker
 };
@@ -160,11 +162,20 @@ void measure(Candidate& c) {
   // the second), a JAX loop's first steps. If the run is not steady as a
   // whole, its later part is measured alone (from an eighth, a quarter, then
   // half of the way on), with its own median: a program's steady state is
-  // what comes after its warm-up. A layer's kernel is as irregular in any
-  // part; the rules below (nesting, coverage) judge what this lets through.
+  // what comes after its warm-up, when that was slower. The rules below
+  // (nesting, coverage) judge what this lets through.
   if (!(s.ok && s.cv <= kMaxCv) && gaps.size() >= kMinLongWarmup) {
+    // A warm-up is slower: its intervals' mean at least kWarmupSlower times
+    // the rest's (a gemm variant that cuBLAS uses in some steps only is as
+    // irregular early as late, and is not measured on its later half).
+    const auto mean = [&](size_t from, size_t to) {
+      double sum = 0;
+      for (size_t i = from; i < to; ++i) sum += static_cast<double>(gaps[i]);
+      return sum / static_cast<double>(to - from);
+    };
     for (size_t part : {8, 4, 2}) {
       const size_t from = gaps.size() / part;
+      if (mean(0, from) < kWarmupSlower * mean(from, gaps.size())) continue;
       const Spread later = spread_from(gaps, from, median_of({gaps.begin() + static_cast<long>(from), gaps.end()}));
       if (later.ok && later.cv <= kMaxCv) {
         s = later;
@@ -191,9 +202,8 @@ void measure(Candidate& c) {
 // between training steps) is not the run's step. Counted from where it
 // starts, not from the run's start: a JAX program compiles for seconds
 // before a loop of a few ms, a `generate` warms up for its whole first
-// request. Its pauses count as its time when they are waits (cover): a
-// JAX loop that reads its loss every 10 steps waits there for half its
-// time.
+// request. Its quiet pauses count as its time (cover): a JAX loop that
+// reads its loss every 10 steps waits there for half its time.
 struct Run {
   std::vector<uint64_t> times;  // every event's, sorted
 };
@@ -222,14 +232,19 @@ bool quiet_pause(const Candidate& a, const Run& run, size_t held) {
 }
 
 // The time a candidate covers: its steady intervals, and its pauses that
-// are waits (at most half an interval's launches, and 8 more: a
-// synchronize, a loss read back), not the rest of a step (a layer's kernel)
-// nor another loop (an evaluation).
+// launch no more than about one of its intervals does (a quarter more, and
+// 8: a synchronize, a loss read back, a slow step, the copy between two
+// calls of a loop); not the rest of the step around a layer's kernel, nor
+// another loop (an evaluation). On the H200 a gemm variant that cuBLAS
+// picks for some sequence lengths only is steady within its steps and
+// pauses for several steps' launches.
 void cover(Candidate& c, const Run& run) {
   c.covered_ns = c.steady_ns;
+  c.absent_ns = 0;
   const size_t per_interval = run.times.size() / c.times.size();
   for (const auto& [from, to] : c.bursts_apart) {
-    if (held_in(run, from, to) <= per_interval / 2 + 8) c.covered_ns += to - from;
+    if (held_in(run, from, to) <= per_interval + per_interval / 4 + 8) c.covered_ns += to - from;
+    else c.absent_ns += to - from;
   }
 }
 
@@ -245,29 +260,32 @@ bool short_pauses(const Candidate& a, const Run& run) {
 }
 
 // Whether `a`, with short pauses, runs several times in each step of `b`:
-// nine of ten of a regular, rarer `b`'s occurrences (those where `a` is
-// measured, after its warm-up) each fall in a pause of `a` of their own,
-// and `a` runs at most a few hundred times per step (126 layers, two of it
-// in each). `a` may pause more often than that: in a `generate`'s first
-// request the layers wait for tuning inside a token too. A layer's kernel
-// is inside the argmax's step; a step kernel whose loop is called in bursts
-// is not, unless the program also launches a steady kernel of its own
-// between its calls (that one then reads as the step).
-bool inside_of(const Candidate& a, const Candidate& b) {
+// nine of ten of a regular, rarer `b`'s occurrences where `a` runs (after
+// its warm-up, and not in a pause of `a` that holds another phase's
+// launches) each fall in a quiet pause of `a` of their own, and `a` runs at
+// most a few hundred times per step (126 layers, two of it in each). `a`
+// may pause more often than that: in a `generate`'s first request the
+// layers wait for tuning inside a token too; and it may be absent for
+// whole steps: cuBLAS picks some gemm variants for some sequence lengths
+// only. A layer's kernel is inside the argmax's step; a step kernel whose
+// loop is called in bursts is not, unless the program also launches a
+// steady kernel of its own between its calls (that one then reads as the
+// step).
+bool inside_of(const Candidate& a, const Candidate& b, const Run& run) {
   const size_t n = b.times.size();
   if (n >= a.times.size() || n > a.pauses + 3 || a.times.size() > kMaxPerStep * n) return false;
   size_t considered = 0, hit = 0;
   size_t last_pause = SIZE_MAX;
   for (const uint64_t t : b.times) {
     if (t < a.steady_from_ns || t > a.times.back()) continue;
-    ++considered;
     // The last pause that begins before t, if t is inside it.
     auto it = std::upper_bound(a.bursts_apart.begin(), a.bursts_apart.end(), t,
                                [](uint64_t v, const std::pair<uint64_t, uint64_t>& p) { return v <= p.first; });
-    if (it == a.bursts_apart.begin()) continue;
-    --it;
-    const size_t k = static_cast<size_t>(it - a.bursts_apart.begin());
-    if (t < it->second && k != last_pause) {
+    const bool in_pause = it != a.bursts_apart.begin() && t < std::prev(it)->second;
+    if (in_pause && !quiet_pause(a, run, held_in(run, std::prev(it)->first, std::prev(it)->second))) continue;
+    ++considered;
+    const size_t k = in_pause ? static_cast<size_t>(std::prev(it) - a.bursts_apart.begin()) : SIZE_MAX;
+    if (in_pause && k != last_pause) {
       ++hit;
       last_pause = k;
     }
@@ -277,7 +295,8 @@ bool inside_of(const Candidate& a, const Candidate& b) {
 
 // The step's count, from the markers with the most evidence (seen
 // kStepEvidence times or more, when any is: a compiler's phases can be
-// three evenly spaced ranges by chance) that are steady over most of the
+// three evenly spaced ranges by chance), present all through their span
+// (when any is), and steady over most of the
 // longest steady time among them (kStepCover: an evaluation's own loop
 // covers its phases only): the steadiest of them, its spread scaled as
 // below, or a finer cycle about as steady (a coarser steady one, every 8th
@@ -289,7 +308,7 @@ void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
   for (Candidate& a : cs) {
     if (!steady(a) || !short_pauses(a, run)) continue;
     for (const Candidate& b : cs) {
-      if (&a != &b && steady(b) && inside_of(a, b)) {
+      if (&a != &b && steady(b) && inside_of(a, b, run)) {
         a.inside = true;
         break;
       }
@@ -298,7 +317,19 @@ void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
   const auto marker = [&run](const Candidate& c) { return regular(c, run) && !c.inside; };
   bool evidence = false;
   for (const Candidate& c : cs) evidence = evidence || (marker(c) && c.times.size() >= kStepEvidence);
-  const auto judged = [&](const Candidate& c) { return marker(c) && (!evidence || c.times.size() >= kStepEvidence); };
+  // Present all through its span (absent for at most a tenth of it), when
+  // any is: a step's marker never misses a step; an evaluation's kernel
+  // misses the training between, a gemm variant the steps of other lengths.
+  const auto present = [](const Candidate& c) {
+    return c.absent_ns * 10 <= c.times.back() - c.steady_from_ns;
+  };
+  bool any_present = false;
+  for (const Candidate& c : cs) {
+    any_present = any_present || (marker(c) && (!evidence || c.times.size() >= kStepEvidence) && present(c));
+  }
+  const auto judged = [&](const Candidate& c) {
+    return marker(c) && (!evidence || c.times.size() >= kStepEvidence) && (!any_present || present(c));
+  };
   uint64_t widest = 0;
   for (const Candidate& c : cs) {
     if (judged(c)) widest = std::max(widest, c.covered_ns);

@@ -494,3 +494,28 @@ TEST_CASE("census: a JAX loop after seconds of compiling: its per-step range com
     CHECK(out.find(compile) > out.find(row(out, "Thunk:#hlo_op=fusion." + std::to_string(op) + "#")));
   }
 }
+
+TEST_CASE("census: a gemm variant used for some lengths only is not the step, however steady", "[unit][census]") {
+  // As cuBLAS does in the seed's decode loop on the H200: each layer's gemm
+  // is one of two kernels by the sequence's length (here the first and the
+  // second half of each call of decode(32)), launched 6 times a step, close
+  // together and steadier than the step itself, which varies by 40%.
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  for (int call = 0; call < 9; ++call) {
+    for (int s = 0; s < 32; ++s) {
+      const uint64_t took = jitter(8 * kMs, 0.4);
+      const char* gemm = s < 16 ? "nvjet_gemm_64x24" : "nvjet_gemm_64x80";
+      for (int l = 0; l < 6; ++l) events.push_back({gemm, false, t + static_cast<uint64_t>(l) * 400 * kUs, 1});
+      events.push_back({"reduce_kernel_argmax", false, t + took - 500 * kUs, 1});
+      events.push_back({"CatArrayBatchedCopy", false, t + took - 400 * kUs, 1});
+      t += took;
+    }
+    t += 50 * kMs;
+  }
+  const std::string out = nb::step_census(events, 10);
+  INFO(out);
+  CHECK(suggested(out) == "'kernel:CatArrayBatchedCopy'");
+  CHECK(row(out, "CatArrayBatchedCopy").find(" 288 ") != std::string::npos);
+}
