@@ -26,6 +26,8 @@ constexpr double kMaxCv = 0.25;
 // timing noise (a spread measured over 32 intervals is itself good to
 // about 12%).
 constexpr double kSteadyBand = 1.25;
+// How much wider a finer cycle's spread may be than the steadiest's.
+constexpr double kFinerCv = 0.05;
 // A loop called in bursts (the seed's decode(32), called 9 times) pauses
 // between them: such pauses, at most one per this many intervals, are left
 // out of the spread. A layer's kernel also pauses, once per step; the
@@ -337,27 +339,30 @@ void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
   const auto wide = [&](const Candidate& c) {
     return judged(c) && static_cast<double>(c.covered_ns) >= kStepCover * static_cast<double>(widest);
   };
-  // A coarser cycle is the sum of several steps, so its intervals spread
-  // less relative to their length (by the square root of how many steps it
-  // spans, for steps of independent noise): on the H200 a `generate` kernel
-  // launched every other token came out steadier (9.5%) than the per-token
-  // argmax (11%). Spreads are compared as cv / sqrt(count), which is the
-  // same for the step and its multiples.
+  // The steadiest sets the count (the larger on a tie). A finer cycle about
+  // as steady is the step instead: a coarser cycle is the sum of several
+  // steps, so its intervals spread less relative to their length, by the
+  // square root of how many steps it spans (on the H200 a `generate` kernel
+  // launched every fourth token spread 8%, the per-token argmax 11%). So a
+  // candidate with half as many again or more is the step when its spread
+  // scaled by cv / sqrt(count) (the same for a step and its multiples) is
+  // within kSteadyBand of the steadiest's, and its own spread at most
+  // kFinerCv above it: a layer's kernel that nesting missed has a small
+  // scaled spread by its count alone, and a wider one (22% against the
+  // step's 15% on a slow run of the seed's loop).
   const auto scaled = [](const Candidate& c) { return c.cv / std::sqrt(static_cast<double>(c.times.size())); };
-  // The steadiest sets the count (the larger on a tie); a candidate about as
-  // steady with half as many again or more is a finer cycle and the step.
   const Candidate* best = nullptr;
   for (const Candidate& c : cs) {
     if (!wide(c)) continue;
-    if (best == nullptr || scaled(c) < scaled(*best) - 1e-12 ||
-        (scaled(c) <= scaled(*best) + 1e-12 && c.times.size() > best->times.size())) {
+    if (best == nullptr || c.cv < best->cv - 1e-12 || (c.cv <= best->cv + 1e-12 && c.times.size() > best->times.size())) {
       best = &c;
     }
   }
   if (best == nullptr) return;
   size_t steps = best->times.size();
   for (const Candidate& c : cs) {
-    if (wide(c) && scaled(c) <= scaled(*best) * kSteadyBand + 1e-9 && 2 * c.times.size() >= 3 * best->times.size()) {
+    if (wide(c) && 2 * c.times.size() >= 3 * best->times.size() && scaled(c) <= scaled(*best) * kSteadyBand + 1e-9 &&
+        c.cv <= best->cv + kFinerCv) {
       steps = std::max(steps, c.times.size());
     }
   }
