@@ -22,9 +22,9 @@ constexpr size_t kMinCount = 3;
 // Intervals spread wider than this (coefficient of variation) are not an
 // iteration's: a layer's kernel comes 12 times close together, then waits.
 constexpr double kMaxCv = 0.25;
-// Spreads within this factor of the steadiest count as equally steady:
-// timing noise (a spread measured over 32 intervals is itself good to
-// about 12%).
+// Scaled spreads (assign_tiers) within this factor of the steadiest's count
+// as equally steady: timing noise (a spread measured over 32 intervals is
+// itself good to about 12%).
 constexpr double kSteadyBand = 1.25;
 // How much wider a finer cycle's spread may be than the steadiest's.
 constexpr double kFinerCv = 0.05;
@@ -41,9 +41,9 @@ constexpr size_t kMaxPauseIntervals = 4;
 // intervals or more (the later part then keeps at least 8).
 constexpr size_t kMinLongWarmup = 16;
 constexpr double kWarmupSlower = 1.5;
-// Among the steadiest, the step's count is taken from those steady over at
-// least this share of the longest steady time (an evaluation's kernel,
-// steady in its own phases only, is not the iteration).
+// The step's count is taken from markers that cover at least this share
+// of the longest time a marker covers (an evaluation's kernel, steady in
+// its own phases only, is not the iteration).
 constexpr double kStepCover = 0.75;
 // Evidence enough to set the step's count (see assign_tiers).
 constexpr size_t kStepEvidence = 8;
@@ -132,8 +132,8 @@ Spread spread_from(const std::vector<uint64_t>& gaps, size_t from, uint64_t medi
     }
   }
   const double n = static_cast<double>(gaps.size() - from - s.pauses);
+  if (n <= 0 || sum <= 0) return s;
   const double mean = sum / n;
-  if (n <= 0 || mean <= 0) return s;
   double squares = 0;
   for (size_t i = from; i < gaps.size(); ++i) {
     if (!s.pause[i]) squares += (static_cast<double>(gaps[i]) - mean) * (static_cast<double>(gaps[i]) - mean);
@@ -298,13 +298,13 @@ bool inside_of(const Candidate& a, const Candidate& b, const Run& run) {
 // The step's count, from the markers with the most evidence (seen
 // kStepEvidence times or more, when any is: a compiler's phases can be
 // three evenly spaced ranges by chance), present all through their span
-// (when any is), and steady over most of the
-// longest steady time among them (kStepCover: an evaluation's own loop
-// covers its phases only): the steadiest of them, its spread scaled as
-// below, or a finer cycle about as steady (a coarser steady one, every 8th
-// step for logging, is a multiple of the iteration). Markers seen about as
-// often (within kSameCount: a warm-up or prefill pass) recur once per step;
-// rarer or more frequent ones are listed after them.
+// (when any is), and covering most of the longest time covered among them
+// (kStepCover: an evaluation's own loop covers its phases only): the
+// steadiest of them, or a finer cycle about as steady (a coarser steady
+// one, every 8th step for logging, is a multiple of the iteration; below).
+// Markers seen about as often (within kSameCount: a warm-up or prefill
+// pass) recur once per step; rarer or more frequent ones are listed after
+// them.
 void assign_tiers(std::vector<Candidate>& cs, const Run& run) {
   for (Candidate& c : cs) cover(c, run);
   for (Candidate& a : cs) {
