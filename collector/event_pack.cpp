@@ -8,12 +8,24 @@ namespace nb {
 namespace {
 
 // What each packed item starts with.
+//
+// Numbers are LEB128 varints (signed ones zigzagged). Times, pids, tids
+// and flow ids are sent as the difference from the previous item's: events
+// come nearly in time order from few threads, so most take one to three
+// bytes. The packs are most of what the collector moves (into the writer's
+// queue, and into its backlog file when the writer lags), so each byte
+// saved there is one the collector does not copy.
 enum Tag : char {
-  kName = 'N',     // u32 length, bytes: the next name (indexes count up from 0)
-  kEvent = 'E',    // see EventPacker::event
-  kFlow = 'F',     // u64 id, i64 pid, i64 tid, u64 ts, u8 start
-  kCounter = 'C',  // u32 name, i64 pid, u64 ts, u8 count, count x (key, f64)
+  kName = 'N',       // length, bytes: the next name (indexes count up from 0)
+  kEvent = 'E',      // see EventPacker::event
+  kFlowStart = 'S',  // id, pid, tid, ts (each as a difference)
+  kFlowEnd = 'F',    // the same
+  kCounter = 'C',    // name, pid, ts (differences), u8 count, count x (key, value)
 };
+// An argument's or counter value's number: a whole number sent as a varint,
+// or the bytes of a double.
+constexpr uint8_t kWhole = 0;
+constexpr uint8_t kDouble = 1;
 // An argument key is its id (ids count up from 0, in the order keys are
 // first used), or kNewKey and the key (u8 length, bytes): the next id; or
 // kInlineKey and the key, when the ids are spent.
@@ -26,6 +38,24 @@ char* put(char* p, T v) {
   std::memcpy(p, &v, sizeof v);
   return p + sizeof v;
 }
+// At most 10 bytes.
+char* put_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+// The difference b - a, sent zigzagged (wraps, as the reader's sum does).
+char* put_delta(char* p, uint64_t a, uint64_t b) { return put_varint(p, zigzag(static_cast<int64_t>(b - a))); }
+constexpr size_t kVarint = 10;
+
+// A double that is a whole number in [0, 2^53) goes as a varint.
+bool whole(double d) { return d >= 0 && d < 9007199254740992.0 && static_cast<double>(static_cast<uint64_t>(d)) == d; }
+
 char* put_bytes(char* p, const void* s, size_t n) {
   if (n != 0) std::memcpy(p, s, n);  // (s may be null when n is 0: an empty view)
   return p + n;
@@ -48,6 +78,23 @@ struct Reader {
     p += sizeof v;
     return v;
   }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) break;
+      const auto b = static_cast<uint8_t>(*p++);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    ok = false;
+    p = end;
+    return 0;
+  }
+  // The value a put_delta from `last` carried; becomes the new `last`.
+  uint64_t delta(uint64_t& last) { return last += static_cast<uint64_t>(unzigzag(varint())); }
+  int64_t delta(int64_t& last) {
+    return last = static_cast<int64_t>(static_cast<uint64_t>(last) + static_cast<uint64_t>(unzigzag(varint())));
+  }
   std::string_view bytes(size_t n) {
     if (static_cast<size_t>(end - p) < n) {
       ok = false;
@@ -66,9 +113,9 @@ void EventPacker::send_names(std::string& out) {
   // Names are appended only: send the new ones.
   for (; names_sent_ < names_->size(); ++names_sent_) {
     const std::string& s = (*names_)[names_sent_];
-    const uint32_t n = static_cast<uint32_t>(s.size());
-    out += kName;
-    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    char buf[1 + kVarint];
+    buf[0] = kName;
+    out.append(buf, static_cast<size_t>(put_varint(buf + 1, s.size()) - buf));
     out.append(s);
   }
 }
@@ -126,29 +173,32 @@ void append_bounded(std::string& out, size_t bound, Write write) {
 
 }  // namespace
 
-// 'E', u32 name, u32 stack, u8 category, u16 argument count, u32 label
-// length, i64 pid, i64 tid, u64 ts, u64 dur, the label, then each argument:
-// its key, u8 type, and its value (8 bytes; Dim3 12; View u32 length and
-// the bytes).
+// 'E', name, stack, u8 category, argument count, label length, pid, tid,
+// ts (the last three as differences), dur, the label, then each argument:
+// its key, u8 type, and its value (Int zigzagged; UInt, Hex and Name as
+// varints; Double 8 bytes; Dim3 three varints; View length and bytes).
 void EventPacker::event(std::string& out, const formats::Event& e) {
   if (names_sent_ < names_->size()) send_names(out);
   const uint16_t nargs = static_cast<uint16_t>(std::min<size_t>(e.args.size(), std::numeric_limits<uint16_t>::max()));
-  size_t bound = 1 + 4 + 4 + 1 + 2 + 4 + 8 * 4 + e.label.size();
+  size_t bound = 1 + 1 + 7 * kVarint + e.label.size();
   for (uint16_t i = 0; i < nargs; ++i) {
     const formats::Arg& a = e.args[i];
-    bound += key_bound(a.key) + 1 + 12 + (a.type == formats::Arg::Type::View ? a.v.size() : 0);
+    bound += key_bound(a.key) + 1 + 3 * kVarint + (a.type == formats::Arg::Type::View ? a.v.size() : 0);
   }
   append_bounded(out, bound, [&](char* p) {
     *p++ = kEvent;
-    p = put(p, e.name);
-    p = put(p, e.stack);
+    p = put_varint(p, e.name);
+    p = put_varint(p, e.stack);
     p = put(p, static_cast<uint8_t>(e.cat));
-    p = put(p, nargs);
-    p = put(p, static_cast<uint32_t>(e.label.size()));
-    p = put(p, e.pid);
-    p = put(p, e.tid);
-    p = put(p, e.ts_ns);
-    p = put(p, e.dur_ns);
+    p = put_varint(p, nargs);
+    p = put_varint(p, e.label.size());
+    p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(e.pid));
+    p = put_delta(p, static_cast<uint64_t>(tid_), static_cast<uint64_t>(e.tid));
+    p = put_delta(p, ts_, e.ts_ns);
+    pid_ = e.pid;
+    tid_ = e.tid;
+    ts_ = e.ts_ns;
+    p = put_varint(p, e.dur_ns);
     p = put_bytes(p, e.label.data(), e.label.size());
     for (uint16_t i = 0; i < nargs; ++i) {
       const formats::Arg& a = e.args[i];
@@ -156,11 +206,15 @@ void EventPacker::event(std::string& out, const formats::Event& e) {
       p = put(p, static_cast<uint8_t>(a.type));
       switch (a.type) {
         case formats::Arg::Type::View:
-          p = put(p, static_cast<uint32_t>(a.v.size()));
+          p = put_varint(p, a.v.size());
           p = put_bytes(p, a.v.data(), a.v.size());
           break;
-        case formats::Arg::Type::Dim3: p = put_bytes(p, a.dim, sizeof a.dim); break;
-        default: p = put(p, a.u); break;
+        case formats::Arg::Type::Dim3:
+          for (uint32_t d : a.dim) p = put_varint(p, d);
+          break;
+        case formats::Arg::Type::Int: p = put_varint(p, zigzag(a.i)); break;
+        case formats::Arg::Type::Double: p = put(p, a.d); break;
+        default: p = put_varint(p, a.u); break;
       }
     }
     return p;
@@ -168,29 +222,44 @@ void EventPacker::event(std::string& out, const formats::Event& e) {
 }
 
 void EventPacker::flow(std::string& out, const formats::Flow& f) {
-  char buf[1 + 8 * 4 + 1];
+  char buf[1 + 4 * kVarint];
   char* p = buf;
-  *p++ = kFlow;
-  p = put(p, f.id);
-  p = put(p, f.pid);
-  p = put(p, f.tid);
-  p = put(p, f.ts_ns);
-  p = put(p, static_cast<uint8_t>(f.start));
+  *p++ = f.start ? kFlowStart : kFlowEnd;
+  p = put_delta(p, flow_id_, f.id);
+  p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(f.pid));
+  p = put_delta(p, static_cast<uint64_t>(tid_), static_cast<uint64_t>(f.tid));
+  p = put_delta(p, ts_, f.ts_ns);
+  flow_id_ = f.id;
+  pid_ = f.pid;
+  tid_ = f.tid;
+  ts_ = f.ts_ns;
   out.append(buf, static_cast<size_t>(p - buf));
 }
 
 void EventPacker::counter(std::string& out, const formats::Counter& c) {
   if (names_sent_ < names_->size()) send_names(out);
   const uint8_t n = static_cast<uint8_t>(std::min<size_t>(c.values.size(), 255));
-  size_t bound = 1 + 4 + 8 + 8 + 1;
-  for (uint8_t i = 0; i < n; ++i) bound += key_bound(c.values[i].first) + sizeof(double);
+  size_t bound = 1 + 3 * kVarint + 1;
+  for (uint8_t i = 0; i < n; ++i) bound += key_bound(c.values[i].first) + 1 + kVarint;
   append_bounded(out, bound, [&](char* p) {
     *p++ = kCounter;
-    p = put(p, c.name);
-    p = put(p, c.pid);
-    p = put(p, c.ts_ns);
+    p = put_varint(p, c.name);
+    p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(c.pid));
+    p = put_delta(p, ts_, c.ts_ns);
+    pid_ = c.pid;
+    ts_ = c.ts_ns;
     p = put(p, n);
-    for (uint8_t i = 0; i < n; ++i) p = put(put_key(p, c.values[i].first), c.values[i].second);
+    for (uint8_t i = 0; i < n; ++i) {
+      p = put_key(p, c.values[i].first);
+      const double v = c.values[i].second;
+      if (whole(v)) {
+        *p++ = static_cast<char>(kWhole);
+        p = put_varint(p, static_cast<uint64_t>(v));
+      } else {
+        *p++ = static_cast<char>(kDouble);
+        p = put(p, v);
+      }
+    }
     return p;
   });
 }
@@ -224,39 +293,37 @@ bool EventUnpacker::unpack(const char* data, size_t n, std::string& out) {
     const char tag = *r.p++;
     switch (tag) {
       case kName: {
-        const auto len = r.get<uint32_t>();
+        const auto len = r.varint();
         names_.emplace_back(r.bytes(len));
         break;
       }
       case kEvent: {
         formats::Event& e = event_;
-        e.name = r.get<uint32_t>();
-        e.stack = r.get<uint32_t>();
+        e.name = static_cast<uint32_t>(r.varint());
+        e.stack = static_cast<uint32_t>(r.varint());
         e.cat = static_cast<formats::Category>(r.get<uint8_t>());
-        const auto nargs = r.get<uint16_t>();
-        const auto label = r.get<uint32_t>();
-        e.pid = r.get<int64_t>();
-        e.tid = r.get<int64_t>();
-        e.ts_ns = r.get<uint64_t>();
-        e.dur_ns = r.get<uint64_t>();
+        const auto nargs = r.varint();
+        const auto label = r.varint();
+        e.pid = r.delta(pid_);
+        e.tid = r.delta(tid_);
+        e.ts_ns = r.delta(ts_);
+        e.dur_ns = r.varint();
         e.label.assign(r.bytes(label));
         e.args.clear();
-        for (uint16_t i = 0; i < nargs && r.ok; ++i) {
+        for (uint64_t i = 0; i < nargs && r.ok; ++i) {
           formats::Arg a;
           a.key = key();
           a.type = static_cast<formats::Arg::Type>(r.get<uint8_t>());
           switch (a.type) {
-            case formats::Arg::Type::View: a.v = r.bytes(r.get<uint32_t>()); break;
+            case formats::Arg::Type::View: a.v = r.bytes(r.varint()); break;
             case formats::Arg::Type::Dim3:
-              a.dim[0] = r.get<uint32_t>();
-              a.dim[1] = r.get<uint32_t>();
-              a.dim[2] = r.get<uint32_t>();
+              for (uint32_t& d : a.dim) d = static_cast<uint32_t>(r.varint());
               break;
-            case formats::Arg::Type::Int:
+            case formats::Arg::Type::Int: a.i = unzigzag(r.varint()); break;
+            case formats::Arg::Type::Double: a.d = r.get<double>(); break;
             case formats::Arg::Type::UInt:
-            case formats::Arg::Type::Double:
             case formats::Arg::Type::Hex:
-            case formats::Arg::Type::Name: a.u = r.get<uint64_t>(); break;
+            case formats::Arg::Type::Name: a.u = r.varint(); break;
             default: r.ok = false; break;
           }
           e.args.push_back(a);
@@ -264,21 +331,22 @@ bool EventUnpacker::unpack(const char* data, size_t n, std::string& out) {
         if (r.ok) text_.event(out, e);
         break;
       }
-      case kFlow: {
+      case kFlowStart:
+      case kFlowEnd: {
         formats::Flow f;
-        f.id = r.get<uint64_t>();
-        f.pid = r.get<int64_t>();
-        f.tid = r.get<int64_t>();
-        f.ts_ns = r.get<uint64_t>();
-        f.start = r.get<uint8_t>() != 0;
+        f.id = r.delta(flow_id_);
+        f.pid = r.delta(pid_);
+        f.tid = r.delta(tid_);
+        f.ts_ns = r.delta(ts_);
+        f.start = tag == kFlowStart;
         if (r.ok) text_.flow(out, f);
         break;
       }
       case kCounter: {
         formats::Counter& c = counter_;
-        c.name = r.get<uint32_t>();
-        c.pid = r.get<int64_t>();
-        c.ts_ns = r.get<uint64_t>();
+        c.name = static_cast<uint32_t>(r.varint());
+        c.pid = r.delta(pid_);
+        c.ts_ns = r.delta(ts_);
         const auto count = r.get<uint8_t>();
         c.values.clear();
         inline_keys_.clear();
@@ -286,7 +354,16 @@ bool EventUnpacker::unpack(const char* data, size_t n, std::string& out) {
           const std::string_view k = key();
           // Inline keys (never nb's own: fewer than 254) are copied.
           const char* ks = inline_key ? inline_keys_.emplace_back(k).c_str() : k.data();
-          c.values.emplace_back(ks, r.get<double>());
+          const auto how = r.get<uint8_t>();
+          double v = 0;
+          if (how == kWhole) {
+            v = static_cast<double>(r.varint());
+          } else if (how == kDouble) {
+            v = r.get<double>();
+          } else {
+            r.ok = false;
+          }
+          c.values.emplace_back(ks, v);
         }
         if (r.ok) text_.counter(out, c);
         break;

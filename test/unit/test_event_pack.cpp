@@ -148,3 +148,68 @@ TEST_CASE("an event's arguments survive copies, moves and swaps, and grow past t
   CHECK(copy.args.empty());
   CHECK(moved.args[0].u == 3);
 }
+
+TEST_CASE("times, threads and flow ids go as differences in either direction, extremes included", "[pack]") {
+  std::vector<std::string> names = {"a"};
+  EventPacker packer(&names);
+  formats::EventText direct(0, &names);
+  std::string packed, want;
+  const uint64_t times[] = {5, 3, UINT64_MAX / 2, 0, 1'000'000'000'000ull, 999'999'999'999ull};
+  const int64_t ids[] = {1, -1, INT64_MAX, INT64_MIN, 0, 42};
+  for (size_t i = 0; i < std::size(times); ++i) {
+    formats::Event e;
+    e.pid = ids[i];
+    e.tid = ids[(i + 1) % std::size(ids)];
+    e.ts_ns = times[i];
+    e.dur_ns = times[(i + 2) % std::size(times)];
+    e.args = {Arg::integer("i", ids[i]), Arg::uinteger("u", times[i]), Arg::real("d", -0.5 * static_cast<double>(i)),
+              Arg::dim3("grid", UINT32_MAX, 0, 7)};
+    packer.event(packed, e);
+    direct.event(want, e);
+    const formats::Flow f{times[(i + 3) % std::size(times)], ids[i], ids[i], times[i], i % 2 == 1};
+    packer.flow(packed, f);
+    direct.flow(want, f);
+    formats::Counter c;
+    c.pid = ids[i];
+    c.ts_ns = times[i];
+    c.values = {{"whole", 4096.0 * static_cast<double>(i)}, {"not", 0.25 - static_cast<double>(i)}, {"big", 1e300}};
+    packer.counter(packed, c);
+    direct.counter(want, c);
+  }
+  EventUnpacker unpacker(0);
+  std::string got;
+  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
+  CHECK(got == want);
+}
+
+TEST_CASE("a run's packs are a small part of their text", "[pack]") {
+  // A launch and its kernel, as the decode loop has them, a microsecond apart.
+  std::vector<std::string> names = {"cuLaunchKernel", "gemm"};
+  EventPacker packer(&names);
+  formats::EventText direct(0, &names);
+  std::string packed, want;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    formats::Event host;
+    host.cat = formats::Category::CudaDriver;
+    host.pid = host.tid = 31710;
+    host.ts_ns = 1'700'000'000'000'000'000ull + 1000 * i;
+    host.dur_ns = 300 + i % 7;
+    host.args = {Arg::uinteger("correlation", i), Arg::name("kernel", 1)};
+    packer.event(packed, host);
+    direct.event(want, host);
+    formats::Event k;
+    k.name = 1;
+    k.cat = formats::Category::Kernel;
+    k.tid = 7;
+    k.ts_ns = host.ts_ns + 5000;
+    k.dur_ns = 2000 + i % 13;
+    k.args = {Arg::integer("device", 0), Arg::uinteger("stream", 7), Arg::uinteger("correlation", i),
+              Arg::dim3("grid", 4096, 1, 1), Arg::dim3("block", 256, 1, 1)};
+    packer.event(packed, k);
+    direct.event(want, k);
+    packer.flow(packed, formats::Flow{i, host.pid, host.tid, host.ts_ns, true});
+    direct.flow(want, formats::Flow{i, host.pid, host.tid, host.ts_ns, true});
+  }
+  INFO(packed.size() << " bytes packed for " << want.size() << " of text");
+  CHECK(packed.size() * 6 < want.size());
+}
