@@ -269,7 +269,17 @@ class FakeGpuTest(unittest.TestCase):
         with open(os.path.join(folder, "processes.txt")) as f:
             text = f.read()
         self.assertIn("nostacks 1 phase", text)
+        self.assertIn("nostacks 1 phase held for its turn", text)  # started ahead, held after its imports
         self.assertIn("nostacks 0 Calls: ", text)
+
+    def test_pairs_deadline(self):
+        # The deadline is asked at each round's start: round 0 is finished,
+        # and the processes started ahead for round 1 are stopped, not run.
+        out, folder = self.run_fake("pairs", "--modes", "nostacks", "--rounds", "3", "--deadline", "0.01")
+        self.assertIn("nostacks 0 decode_s", out)
+        self.assertNotIn("bare 1 decode_s", out)
+        with open(os.path.join(folder, "work", "pairs.log")) as f:
+            self.assertEqual(f.read().count("[exit "), 2)
 
     def test_compare(self):
         _, folder = self.run_fake("compare", "--pairs", "1", "--process-pairs", "1", "--reps", "0")

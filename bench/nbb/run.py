@@ -1,10 +1,13 @@
 """How a scenario runs things: where nb's build products are, the nb modes
 (environments) it compares, running a process and keeping its output, and
 the scenario's output folder."""
+import collections
+import itertools
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,6 +164,33 @@ class Context:
             f.write(text + f"[exit {rc}]\n")
         return Result(text, rc)
 
+    def run_ahead(self, jobs, ahead=2, stop=None):
+        """Runs `jobs` ((cmd, env, log) each, a workload built on
+        decode.Decoder) one at a time, each started `ahead` runs early and
+        held after its imports until its turn (decode.wait_for_go), so that
+        only its GPU work and exit are on the clock of the run. Yields each
+        job's Result in order. `stop()`, asked before each job from the
+        second on, ends the run: what was started ahead is killed."""
+        started = collections.deque()
+        jobs = iter(jobs)
+        n = 0
+        try:
+            while True:
+                while len(started) <= ahead:
+                    job = next(jobs, None)
+                    if job is None:
+                        break
+                    started.append(Held(self, *job))
+                if not started:
+                    return
+                if n and stop is not None and stop():
+                    return
+                yield started.popleft().result()
+                n += 1
+        finally:
+            for h in started:
+                h.cancel()
+
     @staticmethod
     def shown(cmd, env):
         """cmd with its environment in front, as a shell takes it."""
@@ -191,6 +221,56 @@ class Context:
         stopped, so that the part's results still come back."""
         deadline = float(os.environ.get("NBBENCH_DEADLINE", 0))
         return max(5, min(seconds, deadline - time.time())) if deadline else seconds
+
+
+class Held:
+    """A process started before its turn (Context.run_ahead): NBB_GO names
+    the file it waits for after its imports; its output goes to a file of
+    the work folder (a pipe could fill while it is held)."""
+
+    count = itertools.count()
+
+    def __init__(self, ctx, cmd, env, log):
+        self.ctx = ctx
+        self.env = dict({k: str(v) for k, v in (env or {}).items()})
+        self.cmd = [str(c) for c in cmd]
+        self.log = log
+        if ctx.dry:
+            return
+        self.go = os.path.join(ctx.work, f"go-{next(Held.count)}")
+        self.env["NBB_GO"] = self.go
+        self.out = tempfile.TemporaryFile(mode="w+", dir=ctx.work)
+        self.proc = subprocess.Popen(self.cmd, env=dict(os.environ, **self.env), stdout=self.out,
+                                     stderr=subprocess.STDOUT, text=True)
+
+    def result(self, timeout=600):
+        if self.ctx.dry:
+            return self.ctx.run(self.cmd, env=self.env, log=self.log)
+        log_path = self.ctx.path((self.log or "held") + ".log")
+        with open(log_path, "a") as f:
+            f.write(f"$ {self.ctx.shown(self.cmd, self.env)}\n")
+        open(self.go, "w").close()
+        try:
+            rc = self.proc.wait(timeout=self.ctx.time_left(timeout))
+            tail = ""
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            tail = f"\n[timed out after {timeout} s]\n"
+        self.out.seek(0)
+        text = self.out.read() + tail
+        self.out.close()
+        os.remove(self.go)
+        with open(log_path, "a") as f:
+            f.write(text + f"[exit {rc}]\n")
+        return Result(text, 124 if tail else rc)
+
+    def cancel(self):
+        if self.ctx.dry:
+            return
+        self.proc.kill()
+        self.proc.wait()
+        self.out.close()
 
 
 class Result(str):

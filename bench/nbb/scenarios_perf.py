@@ -37,7 +37,7 @@ MODE_NAMES = {
 def inprocess_runs(ctx, modes, pairs):
     """Runs workloads/inprocess.py: one process per nb mode (nb dormant
     between windows), one bare process for CUPTI alone and one for the other
-    peers. Returns {mode: row}, row as Pairs.row, plus 'footers'."""
+    peers, each started ahead and held after its imports. Returns {mode: row}, row as Pairs.row, plus 'footers'."""
     rows = {}
     runs = [(m, ["nb"], dict(ctx.gpu_env(), **ctx.nb_env(m, f"ip-{m}", NB_TRIGGER="signal")))
             for m in modes if m in NB_MODES]
@@ -46,9 +46,9 @@ def inprocess_runs(ctx, modes, pairs):
     peers = [m for m in modes if m in PEERS and m != "cupti"]
     if peers:
         runs.append(("peers", peers, ctx.gpu_env()))
-    for tag, which, env in runs:
-        out = ctx.run([ctx.python, ctx.workload("inprocess.py"), "--modes", ",".join(which), "--pairs", pairs],
-                      env=env, log=f"inprocess-{tag}", timeout=900)
+    jobs = [([ctx.python, ctx.workload("inprocess.py"), "--modes", ",".join(which), "--pairs", pairs], env,
+             f"inprocess-{tag}") for tag, which, env in runs]
+    for (tag, which, env), out in zip(runs, ctx.run_ahead(jobs)):
         for line in out.lines("inprocess "):
             w = line.split()
             mode = tag if w[1] == "nb" else w[1]
@@ -99,28 +99,34 @@ def process_pairs(ctx, modes, rounds, deadline, report=None, extra_rounds=None):
     """The decode loop bare and under each nb mode in alternating processes,
     ABBA, until `rounds` rounds or `deadline` seconds (a round started is
     finished). Modes after the first run only in the first `extra_rounds`
-    rounds. Returns a Pairs of decode_s."""
+    rounds. Each process is started two turns early and held after its
+    imports (Context.run_ahead), so a pair costs its GPU work and exits, not
+    its imports. Returns a Pairs of decode_s."""
     p = Pairs("bare")
     started = time.time()
     args = ["time"] + (["--report", report] if report else [])
+    plan = []
     for i in range(rounds):
-        if i and deadline and time.time() - started > deadline:
-            break
         these = modes if extra_rounds is None or i < extra_rounds else modes[:1]
-        for mode in abba(i, ["bare"] + these):
-            tag = f"p-{mode}-{i}"
-            env = dict(ctx.gpu_env(), **ctx.nb_env(mode, tag))
-            out = ctx.run(ctx.decode(*args), env=env, log="pairs")
-            p.add(mode, i, out.value("decode_s"))
-            loops = out.lines("loops", "threads_cpu_s", "cgroup", "usage", "phase")
-            ctx.say(f"{mode} {i} decode_s {out.value('decode_s')}")
-            if ctx.dry:
-                continue
-            with open(ctx.keep("processes.txt"), "a") as f:
-                f.write("".join(f"{mode} {i} {line}\n" for line in loops + footer_lines(ctx.path(tag + ".table.txt"))))
-            for name in os.listdir(ctx.work):
-                if name.startswith(tag + "."):
-                    os.remove(ctx.path(name))  # the files of a whole decode process: large
+        plan += [(i, mode, f"p-{mode}-{i}") for mode in abba(i, ["bare"] + these)]
+    jobs = ((ctx.decode(*args), dict(ctx.gpu_env(), **ctx.nb_env(mode, tag)), "pairs") for _, mode, tag in plan)
+    done = 0
+
+    def stop():  # asked before plan[done]: a round started is finished
+        return plan[done][0] != plan[done - 1][0] and deadline and time.time() - started > deadline
+
+    for (i, mode, tag), out in zip(plan, ctx.run_ahead(jobs, stop=stop)):
+        done += 1
+        p.add(mode, i, out.value("decode_s"))
+        loops = out.lines("loops", "threads_cpu_s", "cgroup", "usage", "phase")
+        ctx.say(f"{mode} {i} decode_s {out.value('decode_s')}")
+        if ctx.dry:
+            continue
+        with open(ctx.keep("processes.txt"), "a") as f:
+            f.write("".join(f"{mode} {i} {line}\n" for line in loops + footer_lines(ctx.path(tag + ".table.txt"))))
+        for name in os.listdir(ctx.work):
+            if name.startswith(tag + "."):
+                os.remove(ctx.path(name))  # the files of a whole decode process: large
     return p
 
 
