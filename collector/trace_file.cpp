@@ -137,11 +137,11 @@ struct TraceBody {
   // kind, so it costs under a tenth of a core), kFastLevel (about five
   // times faster; level 1 is 10% faster still, but its file 8% larger)
   // above that or while more than kBehind bytes wait (as handed over:
-  // packed events are about half their text); back below half that
+  // packed events are about a sixth of their text); back below half that
   // rate with the writer caught up. Each piece has its level.
   static constexpr int kFastLevel = 3;
   static constexpr uint64_t kFast = uint64_t(8) << 20;
-  static constexpr uint64_t kBehind = uint64_t(4) << 20;
+  static constexpr uint64_t kBehind = uint64_t(1) << 20;
   int current = 0;  // the level of the next piece
   uint64_t window_bytes = 0;
   std::chrono::steady_clock::time_point window_start{};
