@@ -194,7 +194,9 @@ class TraceFile {
   uint64_t file_bytes() const { return file_bytes_; }
 
  private:
-  static constexpr size_t kChunk = size_t(1) << 19;
+  // What is handed over at a time: 128 KB of packs make about 0.8 MB of
+  // text, the piece a deflater compresses (the writer holds a few).
+  static constexpr size_t kChunk = size_t(1) << 17;
   TraceWriter::Job slice_job(TraceWriter::Job::Kind kind);
   TraceWriter& writer_;
   TraceFileConfig config_;

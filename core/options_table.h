@@ -71,7 +71,7 @@
     "calls past the limit still count in the table)")                                       \
   NB_OPTION(compress, NB_COMPRESS, UInt, "9", 0, 9, ,                                        \
     "The trace's gzip level, 1 (fastest) to 9, while events come slower than 8 MB of text "  \
-    "a second (level 3 above); 0 = plain JSON, PREFIX.trace.json instead of "               \
+    "a second (level 5 above); 0 = plain JSON, PREFIX.trace.json instead of "               \
     "PREFIX.trace.json.gz")                                                                 \
   NB_OPTION(keep, NB_KEEP, Duration, "0", 0, 0, ,                                            \
     "Flight recorder: keep only the last DURATION (e.g. 30s, 5m) of trace and memory "      \
