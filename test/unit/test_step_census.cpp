@@ -21,7 +21,8 @@ const char* const kLegend = R"(regularity: spread of the intervals (coefficient 
         5% left out); lower is steadier
 pauses: intervals left out of the spread: a warm-up (up to 3 slow first ones, or the first
         eighth, quarter or half when only the rest is steady), and those over twice the
-        median when at most one in 8 is (a loop called in bursts)
+        median when at most one in 8 is, two in a row counted once (a loop called in
+        bursts, or one that waits every few steps)
 rank -: not a step marker (seen fewer than 3 times, intervals spread over 25%, steady over less
         than half the run after its warm-up, or several times in each step of a steadier
         one, as a layer's kernels are)
@@ -509,6 +510,54 @@ TEST_CASE("census: a loop of short steps with a few slow ones is still a loop", 
     const uint64_t took = step % 7 == 3 ? jitter(160 * kUs, 0.08) : jitter(85 * kUs, 0.3);
     events.push_back({"XlaModule:#hlo_module=jit_update#", true, t + took * 7 / 8, 1});
     t += took + (step % 10 == 9 ? 600 * kUs : 0);
+  }
+  const std::string out = nb::step_census(events, 0);
+  INFO(out);
+  CHECK(suggested(out) == "'nvtx:XlaModule:#hlo_module=jit_update#'");
+}
+
+TEST_CASE("census: the step's count is the one most once-a-step kernels share", "[unit][census]") {
+  // As `generate` ran on the H200: two requests of 64 tokens; five kernels
+  // once a token (128), one also once more at the end of each request (130:
+  // the steadiest), one twice more (132: launched last in the step, as
+  // steady to the percent, and seen last).
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  const char* per_token[] = {"argmax_reduce", "stop_sum_reduce", "bitwise_and", "max_nan", "add_other"};
+  for (int request = 0; request < 2; ++request) {
+    for (int token = 0; token < 64; ++token) {
+      const uint64_t took = jitter(6 * kMs, 0.1);
+      for (int k = 0; k < 5; ++k) events.push_back({per_token[k], false, t + took - jitter((600 - 100 * k) * kUs, 0.5), 1});
+      events.push_back({"add_long", false, t + took - 80 * kUs, 1});
+      events.push_back({"fill_long", false, t + took - 50 * kUs, 1});
+      t += took;
+    }
+    events.push_back({"add_long", false, t, 1});
+    for (int extra = 0; extra < 2; ++extra) events.push_back({"fill_long", false, t + 20 * kUs * extra, 1});
+    t += 30 * kMs;
+  }
+  const std::string out = nb::step_census(events, 0);
+  INFO(out);
+  bool once_a_token = false;
+  for (const char* k : per_token) once_a_token = once_a_token || suggested(out) == std::string("'kernel:") + k + "'";
+  CHECK(once_a_token);
+  CHECK(row(out, "fill_long").rfind("   1  ", 0) != 0);
+}
+
+TEST_CASE("census: a loop that reads its loss every 10 steps, the step after each read slow too", "[unit][census]") {
+  // As the JAX loop ran on the H200: 200 steps of 50 us; every 10th waits
+  // for the loss (0.3-2 ms), and a step just after it is slow as well (the
+  // queue refills): 40 long intervals in 199, more than one in eight, but
+  // 20 pauses.
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  for (int step = 0; step < 200; ++step) {
+    uint64_t took = jitter(50 * kUs, 0.2);
+    if (step % 10 == 1 && step > 1) took = jitter(150 * kUs, 0.3);  // the next but one after a read
+    events.push_back({"XlaModule:#hlo_module=jit_update#", true, t + took, 1});
+    t += took + (step % 10 == 9 ? jitter(800 * kUs, 0.6) : 0);
   }
   const std::string out = nb::step_census(events, 0);
   INFO(out);
