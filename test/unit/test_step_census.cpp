@@ -564,6 +564,34 @@ TEST_CASE("census: a loop that reads its loss every 10 steps, the step after eac
   CHECK(suggested(out) == "'nvtx:XlaModule:#hlo_module=jit_update#'");
 }
 
+TEST_CASE("census: a layer's kernel whose wait at a step's end is sometimes short is still inside the step",
+          "[unit][census]") {
+  // As a slow run of the seed's bursts went on the H200: a layer's kernel 12
+  // times a step, 700 us apart; at each step's end the argmax and the cat,
+  // and a wait of about 1.8 times that interval, under twice it in one step
+  // in three: fewer pauses than steps.
+  std::vector<CensusEvent> events;
+  Jitter jitter;
+  uint64_t t = 0;
+  for (int call = 0; call < 9; ++call) {
+    for (int step = 0; step < 32; ++step) {
+      for (int l = 0; l < 12; ++l) {
+        events.push_back({"layer_gemm", false, t, 1});
+        t += jitter(700 * kUs, 0.1);
+      }
+      const uint64_t end = step % 3 == 0 ? jitter(1200 * kUs, 0.1) : jitter(1600 * kUs, 0.1);
+      events.push_back({"argmax_reduce", false, t - 700 * kUs + end / 3, 1});
+      events.push_back({"CatArrayBatchedCopy", false, t - 700 * kUs + end / 2, 1});
+      t += end - 700 * kUs;
+    }
+    t += 40 * kMs;
+  }
+  const std::string out = nb::step_census(events, 0);
+  INFO(out);
+  CHECK((suggested(out) == "'kernel:CatArrayBatchedCopy'" || suggested(out) == "'kernel:argmax_reduce'"));
+  CHECK(row(out, "layer_gemm").rfind("   -  ", 0) == 0);
+}
+
 TEST_CASE("census: a gemm variant used for some lengths only is not the step, however steady", "[unit][census]") {
   // As cuBLAS does in the seed's decode loop on the H200: each layer's gemm
   // is one of two kernels by the sequence's length (here the first and the
