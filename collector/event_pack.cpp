@@ -192,12 +192,7 @@ void EventPacker::event(std::string& out, const formats::Event& e) {
     p = put(p, static_cast<uint8_t>(e.cat));
     p = put_varint(p, nargs);
     p = put_varint(p, e.label.size());
-    p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(e.pid));
-    p = put_delta(p, static_cast<uint64_t>(tid_), static_cast<uint64_t>(e.tid));
-    p = put_delta(p, ts_, e.ts_ns);
-    pid_ = e.pid;
-    tid_ = e.tid;
-    ts_ = e.ts_ns;
+    p = put_where(p, e.pid, e.tid, e.ts_ns);
     p = put_varint(p, e.dur_ns);
     p = put_bytes(p, e.label.data(), e.label.size());
     for (uint16_t i = 0; i < nargs; ++i) {
@@ -221,18 +216,23 @@ void EventPacker::event(std::string& out, const formats::Event& e) {
   });
 }
 
+char* EventPacker::put_where(char* p, int64_t pid, int64_t tid, uint64_t ts) {
+  p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(pid));
+  p = put_delta(p, static_cast<uint64_t>(tid_), static_cast<uint64_t>(tid));
+  p = put_delta(p, ts_, ts);
+  pid_ = pid;
+  tid_ = tid;
+  ts_ = ts;
+  return p;
+}
+
 void EventPacker::flow(std::string& out, const formats::Flow& f) {
   char buf[1 + 4 * kVarint];
   char* p = buf;
   *p++ = f.start ? kFlowStart : kFlowEnd;
   p = put_delta(p, flow_id_, f.id);
-  p = put_delta(p, static_cast<uint64_t>(pid_), static_cast<uint64_t>(f.pid));
-  p = put_delta(p, static_cast<uint64_t>(tid_), static_cast<uint64_t>(f.tid));
-  p = put_delta(p, ts_, f.ts_ns);
   flow_id_ = f.id;
-  pid_ = f.pid;
-  tid_ = f.tid;
-  ts_ = f.ts_ns;
+  p = put_where(p, f.pid, f.tid, f.ts_ns);
   out.append(buf, static_cast<size_t>(p - buf));
 }
 

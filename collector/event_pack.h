@@ -35,6 +35,8 @@ class EventPacker {
  private:
   void send_names(std::string& out);
   char* put_key(char* p, std::string_view key);
+  // pid, tid and ts as differences from the previous item's (at most 30 bytes).
+  char* put_where(char* p, int64_t pid, int64_t tid, uint64_t ts);
   const std::vector<std::string>* names_;
   size_t names_sent_ = 0;
   // Argument keys are string literals: known by their address, sent once.

@@ -28,6 +28,14 @@ formats::Event sample_event(uint32_t name, int i) {
   return e;
 }
 
+// Unpacked from the start (base time 0), `packed` is exactly `want`.
+void unpacks_to(const std::string& packed, const std::string& want) {
+  EventUnpacker unpacker(0);
+  std::string got;
+  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
+  CHECK(got == want);
+}
+
 }  // namespace
 
 TEST_CASE("packed events unpack to the text EventText writes", "[pack]") {
@@ -100,10 +108,7 @@ TEST_CASE("more distinct argument keys than ids are sent inline", "[pack]") {
       direct.counter(want, c);
     }
   }
-  EventUnpacker unpacker(0);
-  std::string got;
-  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
-  CHECK(got == want);
+  unpacks_to(packed, want);
 }
 
 TEST_CASE("a pack cut short or garbled is refused, not read past its end", "[pack]") {
@@ -176,10 +181,7 @@ TEST_CASE("times, threads and flow ids go as differences in either direction, ex
     packer.counter(packed, c);
     direct.counter(want, c);
   }
-  EventUnpacker unpacker(0);
-  std::string got;
-  REQUIRE(unpacker.unpack(packed.data(), packed.size(), got));
-  CHECK(got == want);
+  unpacks_to(packed, want);
 }
 
 TEST_CASE("a run's packs are a small part of their text", "[pack]") {
