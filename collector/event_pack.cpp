@@ -22,8 +22,8 @@ enum Tag : char {
   kFlowEnd = 'F',    // the same
   kCounter = 'C',    // name, pid, ts (differences), u8 count, count x (key, value)
 };
-// An argument's or counter value's number: a whole number sent as a varint,
-// or the bytes of a double.
+// How a counter's value is sent: a whole number as a varint, any other as
+// the bytes of a double.
 constexpr uint8_t kWhole = 0;
 constexpr uint8_t kDouble = 1;
 // An argument key is its id (ids count up from 0, in the order keys are

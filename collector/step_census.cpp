@@ -130,15 +130,15 @@ Spread spread_from(const std::vector<uint64_t>& gaps, size_t from, uint64_t medi
   // Two long intervals in a row count as one pause: after a JAX loop reads
   // its loss, the next step is slow too (the queue refills). A longer run
   // (a warm-up) counts each of its intervals but one.
+  const auto long_gap = [&](size_t i) { return gaps[i] > 2 * median_ns; };
   size_t counted = 0;
   for (size_t i = from; i < gaps.size(); ++i) {
-    const bool long_gap = gaps[i] > 2 * median_ns;
-    s.pauses += long_gap;
-    const bool second = i > from && gaps[i - 1] > 2 * median_ns && (i == from + 1 || gaps[i - 2] <= 2 * median_ns);
-    counted += long_gap && !second;
+    s.pauses += long_gap(i);
+    const bool second = i > from && long_gap(i - 1) && (i == from + 1 || !long_gap(i - 2));
+    counted += long_gap(i) && !second;
   }
   if (counted * kBurst <= gaps.size() - from) {
-    for (size_t i = from; i < gaps.size(); ++i) s.pause[i] = gaps[i] > 2 * median_ns;
+    for (size_t i = from; i < gaps.size(); ++i) s.pause[i] = long_gap(i);
   } else {
     s.pauses = 0;
   }
@@ -295,8 +295,8 @@ bool short_pauses(const Candidate& a, const Run& run) {
 // its warm-up, and not in a pause of `a` that holds another phase's
 // launches) each fall in a quiet interval of `a` of their own that is over
 // kNestGap times its median (a pause, or a step's end that came sooner),
-// and `a` runs at
-// most a few hundred times per step (126 layers, two of it in each). `a`
+// and `a` runs at most a few hundred times per step (126 layers, two of it
+// in each). `a`
 // may pause more often than that: in a `generate`'s first request the
 // layers wait for tuning inside a token too; and it may be absent for
 // whole steps: cuBLAS picks some gemm variants for some sequence lengths

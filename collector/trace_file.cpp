@@ -135,11 +135,11 @@ struct TraceBody {
   // The level follows the rate of the text: the configured one below kFast
   // bytes a second (level 9 compresses about 60 MB/s of trace text on the
   // CI kind, so it costs under a seventh of a core), kFastLevel (4 times
-  // faster, its file 11% larger; level 3 is 1.8 times faster again but
-  // its file 15% larger than level 5's, which took the 300,000-iteration
-  // demo's trace over 30 MB) above that or while more than kBehind bytes wait (as handed over:
-  // packed events are about a sixth of their text); back below half that
-  // rate with the writer caught up. Each piece has its level.
+  // faster, its file 11% larger; level 3 is 1.8 times faster again but its
+  // file 15% larger than level 5's, which took the 300,000-iteration demo's
+  // trace over 30 MB) above that or while more than kBehind bytes wait (as
+  // handed over: packed events are about a sixth of their text); back below
+  // half that rate with the writer caught up. Each piece has its level.
   static constexpr int kFastLevel = 5;
   static constexpr uint64_t kFast = uint64_t(8) << 20;
   static constexpr uint64_t kBehind = uint64_t(1) << 20;

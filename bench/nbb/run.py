@@ -232,7 +232,7 @@ class Held:
 
     def __init__(self, ctx, cmd, env, log):
         self.ctx = ctx
-        self.env = dict({k: str(v) for k, v in (env or {}).items()})
+        self.env = {k: str(v) for k, v in (env or {}).items()}
         self.cmd = [str(c) for c in cmd]
         self.log = log
         if ctx.dry:

@@ -37,7 +37,8 @@ MODE_NAMES = {
 def inprocess_runs(ctx, modes, pairs):
     """Runs workloads/inprocess.py: one process per nb mode (nb dormant
     between windows), one bare process for CUPTI alone and one for the other
-    peers, each started ahead and held after its imports. Returns {mode: row}, row as Pairs.row, plus 'footers'."""
+    peers, each started ahead and held after its imports. Returns
+    {mode: row}, row as Pairs.row, plus 'footers'."""
     rows = {}
     runs = [(m, ["nb"], dict(ctx.gpu_env(), **ctx.nb_env(m, f"ip-{m}", NB_TRIGGER="signal")))
             for m in modes if m in NB_MODES]
