@@ -204,10 +204,13 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   const uint64_t gap = q.id - last_id_ - 1;
   ++forward_seen_;
   gap_rate_ = 0.95 * gap_rate_ + 0.05 * (gap > 0 ? 1.0 : 0.0);
-  // Dense ids and a few skipped: records CUPTI dropped, whose calls are
-  // among the open ones. The fitting call with that many passed over
-  // before it is the one.
-  const bool positional = gap > 0 && gap <= config_.max_positional_gap && dense();
+  // Dense ids and some skipped: records CUPTI dropped, or records not
+  // handed over yet (a window's deadline), whose calls are among the open
+  // ones. The fitting call with that many passed over before it is the one.
+  // A few skipped: the first fitting call otherwise; many: only that one,
+  // else the first fitting call may be an earlier call of the same kernel
+  // (a layer repeats), and every record after it would shift by the gap.
+  const bool positional = gap > 0 && dense();
   // Calls that began after the work began cannot have made it.
   const uint64_t limit = d.start + config_.slack_ns;
   std::vector<uint64_t>& ends = ends_;  // min-heap of the ends of the calls looked at
@@ -248,13 +251,20 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
       ++counts_.unjoined;
       return {};
     }
+    if (positional && gap > config_.max_positional_gap && first_fit_passed < gap) {
+      ++counts_.unjoined;  // too far from where its id says
+      return {};
+    }
     return take(first_fit, q.id);
   }
   // None fits in every detail (a copy CUPTI counts differently, say). If
   // no id was skipped before this one, the next open call is the one, as
   // long as it made this kind of work and the next record does not fit it.
-  if (first != kNone && gap == 0 && order_join_fits(open_[first].h, d, false) &&
-      !next_record_fits(open_[first].h, q.id)) {
+  // Never a kernel onto a launch of another kernel, both names known.
+  const Host& h = open_[first == kNone ? 0 : first].h;
+  const bool other_kernel = d.kind == DeviceKind::Kernel && d.graph_id == 0 && first != kNone && h.name != 0 &&
+                            d.raw_name != 0 && h.name != d.raw_name;
+  if (first != kNone && gap == 0 && !other_kernel && order_join_fits(h, d, false) && !next_record_fits(h, q.id)) {
     ++counts_.weak;
     return take(first, q.id);
   }

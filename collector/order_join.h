@@ -16,15 +16,19 @@
 // Each record goes to the first open call that fits, with three guards
 // against one lost record shifting every later arrow onto the next
 // identical call:
-//  - ids skipped (a record CUPTI dropped): once the ids have been seen to
-//    be dense, a record after a gap of g ids goes to the fitting call that
-//    has g calls passed over before it, if there is one;
+//  - ids skipped (a record CUPTI dropped, or records not handed over yet
+//    at a window's deadline): once the ids have been seen to be dense, a
+//    record after a gap of g ids goes to the fitting call that has g calls
+//    passed over before it, if there is one; after a gap of more than
+//    max_positional_gap, to no other call with fewer passed over (an
+//    earlier call of the same kernel: a layer repeats);
 //  - a call nb did not record (a full ring): once the ids have been seen to
 //    be dense, taking a call that passes over more calls than ids were
 //    skipped is refused when the records that come next fit the
 //    passed-over calls in order;
 //  - a record that fits no call in every detail is given the next call by
-//    order alone only if the record after it does not fit that call.
+//    order alone only if the record after it does not fit that call, and
+//    never a kernel to a launch of another kernel.
 //
 // Records come out of CUPTI in any order (buffers per stream and thread,
 // work finishing at different times), so they wait until the ids before
@@ -89,7 +93,7 @@ class OrderJoin {
     uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
     size_t max_calls = size_t(1) << 15;
     size_t max_linked = size_t(1) << 16;  // joined ids remembered (64 bytes each, reserved at once)
-    uint64_t max_positional_gap = 8;      // ids skipped that the dense rule above accounts for
+    uint64_t max_positional_gap = 8;      // ids skipped past which only the call at its place will do
     // Records waiting at most; past it the oldest are placed without their
     // waits (a device far behind the host holds many finished records
     // whose ids are not all in yet, each ~120 bytes).

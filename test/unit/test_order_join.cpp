@@ -527,3 +527,71 @@ TEST_CASE("order join: too many records waiting are placed without their waits, 
   CHECK(j.counts().hurried == 6);
   CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 102}, {3, 103}, {4, 104}, {5, 105}, {6, 106}});
 }
+
+TEST_CASE("order join: records after a run of ids not come yet, at a deadline, go to their own calls or none",
+          "[order_join]") {
+  // A window's deadline (a NoWait pass): the device records of its last
+  // steps are still in a CUPTI buffer, except some after them. A layer of
+  // four kernels repeats; every call was recorded. A record after the run
+  // of missing ids must not take the first earlier call of its kernel, nor
+  // any call of another kernel; those missing, when they come, find theirs.
+  OrderJoin j;
+  const uint32_t k = dense_ids_seen(j);
+  const uint64_t t = 1000000;
+  constexpr uint32_t kCalls = 300, kMissFrom = 150, kMissTo = 230;
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    const uint64_t start = t + 5000ull * i;
+    j.add(launch(i + 1, start, start + 1000, 20 + i % 4));
+  }
+  const auto record = [&](uint32_t i) { return kernel(k + i, t + 5000ull * i + 1500, 20 + i % 4); };
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    if (i < kMissFrom || i >= kMissTo) j.add(record(i), 0);
+  }
+  Result r;
+  const auto pass = [&](OrderJoin::Pass p) {
+    j.advance({10 * kMs, 10 * kMs}, p, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+      r.host[d.correlation] = l.joined ? l.host_id : 0;
+    });
+  };
+  pass(OrderJoin::Pass::NoWait);
+  CHECK(j.counts().weak == 0);
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    if (i >= kMissFrom && i < kMissTo) continue;
+    INFO("call " << i + 1);
+    CHECK(r.host.at(k + i) == i + 1);
+  }
+  for (uint32_t i = kMissFrom; i < kMissTo; ++i) j.add(record(i), 0);
+  pass(OrderJoin::Pass::Final);
+  for (uint32_t i = kMissFrom; i < kMissTo; ++i) {
+    INFO("late call " << i + 1);
+    CHECK(r.host.at(k + i) == i + 1);
+  }
+}
+
+TEST_CASE("order join: never by order alone onto a launch of another kernel", "[order_join]") {
+  // The record's own call is not among the open ones (taken, or never
+  // hooked); the next open launch is of another kernel, and no record
+  // after it says so yet (a deadline). Both names known: no join.
+  OrderJoin j;
+  const uint32_t k = dense_ids_seen(j);
+  const uint64_t t = 1000000;
+  j.add(launch(1, t, t + 1000, 5));
+  j.add(kernel(k, t + 500, 6), 0);
+  Result r;
+  j.advance({10 * kMs, 10 * kMs}, OrderJoin::Pass::NoWait, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+    r.host[d.correlation] = l.joined ? l.host_id : 0;
+  });
+  CHECK(r.host == std::map<uint32_t, uint64_t>{{k, 0}});
+  CHECK(j.counts().weak == 0);
+  // A name the hook could not read does not count against it.
+  OrderJoin u;
+  const uint32_t ku = dense_ids_seen(u);
+  u.add(launch(1, t, t + 1000, 0));
+  u.add(kernel(ku, t + 500, 6, 2), 0);
+  Result ru;
+  u.advance({10 * kMs, 10 * kMs}, OrderJoin::Pass::NoWait, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+    ru.host[d.correlation] = l.joined ? l.host_id : 0;
+  });
+  CHECK(ru.host == std::map<uint32_t, uint64_t>{{ku, 1}});
+  CHECK(u.counts().weak == 1);
+}
