@@ -587,7 +587,7 @@ OutputContext Collector::current_context() {
     const DeviceTracerCounts c = tracer_->counts();
     ctx.device_dropped = c.cupti_dropped;
     if (c.incomplete) {
-      ctx.notes.push_back("Device records without times (unfinished at the final flush), left out: " +
+      ctx.notes.push_back("Device records without times (work unfinished when a flush forced its buffer out), left out: " +
                           std::to_string(c.incomplete));
     }
     ctx.device_overflow = c.overflow;

@@ -103,6 +103,9 @@ class Collector final : public Recorder {
   void check_arming();     // each pass, first: armed by a signal?
   void service_windows();  // each pass, last: time steps, disarming, windows due
   void close_window(uint64_t n, bool at_exit);
+  // Whether no work that a window records can be running on the device now
+  // (a forced CUPTI flush then loses none of it).
+  bool nothing_recorded_running(bool ends_arming) const;
   std::vector<OutputContext::StepSpan> step_spans(uint64_t first, uint64_t count, uint64_t fallback_start) const;
   // `phases`: the exit's timing so far (NB_LOG=debug says it), or none.
   void write(Recording& rec, OutputContext ctx, PhaseTimes* phases = nullptr);

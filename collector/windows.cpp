@@ -280,6 +280,14 @@ void Collector::service_windows() {
   }
 }
 
+bool Collector::nothing_recorded_running(bool ends_arming) const {
+  if (ends_arming) return true;  // what runs now is recorded in no window
+  if (windows_.size() > 1) return false;
+  const uint64_t running = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
+  const StepAction a = plan(running).action;
+  return a != StepAction::Record && a != StepAction::RecordAndSave;
+}
+
 std::vector<OutputContext::StepSpan> Collector::step_spans(uint64_t first, uint64_t count,
                                                            uint64_t fallback_start) const {
   std::vector<OutputContext::StepSpan> spans;
@@ -297,6 +305,11 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   auto it = windows_.find(n);
   if (it == windows_.end()) return;
   Window& w = it->second;
+  // Nothing more to record in this arming once it is written (below).
+  // Only a window of the current arming can end it (one of an earlier
+  // arming, written late, must not disarm the new one).
+  const bool ends_arming = !at_exit && n > arming_base_ &&
+                           (toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat));
   // (Not once the program's own CUPTI client has CUPTI: nothing more comes.)
   if (!at_exit && tracer_ && !tracer_->handed_over()) {
     // The window's device work, as CUPTI hands it over once done. No
@@ -304,11 +317,28 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     // the program may have going (global capture mode forbids it from any
     // thread). So: collect until every call of the window that makes
     // device work has a record, or 2 s (later ones are counted as late).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    // CUPTI hands a buffer over when it is full, or on a plain flush once
+    // every record in it is complete: while the program keeps the device
+    // busy (its next steps' work lands in the same buffer) a window's last
+    // records can wait there for seconds. A forced flush hands them over,
+    // and with them the work still running, which has no times and is lost:
+    // so only when no recorded work can be running (no later window has
+    // begun and the step now running is in none), after 0.5 s and at the
+    // deadline.
+    const auto begun = std::chrono::steady_clock::now();
+    const auto deadline = begun + std::chrono::seconds(2);
+    bool forced_early = false;
     for (;;) {
-      tracer_->flush(false);
+      const auto now = std::chrono::steady_clock::now();
+      const bool late = now > deadline;
+      const bool force_due = late || (!forced_early && now - begun > std::chrono::milliseconds(500));
+      if (force_due && w.device_got < w.host_work && nothing_recorded_running(ends_arming)) {
+        forced_early = true;
+        tracer_->flush(true);
+      } else {
+        tracer_->flush(false);
+      }
       drain_rings();
-      const bool late = std::chrono::steady_clock::now() > deadline;
       // At the deadline the order join stops waiting for ids that have not
       // come (their records, if they come, are placed late).
       take_device_records(late ? OrderJoin::Pass::NoWait : OrderJoin::Pass::Normal);
@@ -363,11 +393,7 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   // CUPTI rests, until a signal arms again (NB_TRIGGER) or for good. Before
   // the files appear: a program that waits for them to arm the next window
   // must find nb dormant already, not be disarmed right after arming.
-  // Only a window of the current arming can end it (one of an earlier
-  // arming, written late, must not disarm the new one).
-  const bool done = !at_exit && n > arming_base_ &&
-                    (toggle_ || (schedule_.repeat != 0 && n - window_base_ >= schedule_.repeat));
-  if (done) {
+  if (ends_arming) {
     armed_ = false;
     // CUPTI first: the thread that arms again resumes it (shim/lifecycle.cpp),
     // and must not find it paused after.

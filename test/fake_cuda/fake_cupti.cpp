@@ -36,8 +36,9 @@
 //    buffer is delivered at once and the next one requested; a refused
 //    request (NULL or too small) drops the record and counts it
 //    (cuptiActivityGetNumDroppedRecords). cuptiActivityFlushAll, with any
-//    flag, delivers every buffer holding records. Delivery happens on the
-//    thread that filled the buffer or flushed, never with a lock held.
+//    flag, delivers every buffer holding records (but see
+//    FAKE_CUPTI_BUSY_DEVICE). Delivery happens on the thread that filled
+//    the buffer or flushed, never with a lock held.
 //  - External correlation: for an API call whose cbid has API activity
 //    enabled (cuptiActivityEnableDriverApi / EnableRuntimeApi, or the whole
 //    DRIVER / RUNTIME kind) while EXTERNAL_CORRELATION is enabled, one
@@ -56,6 +57,11 @@
 //                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
 //   FAKE_CUPTI_FAIL=1       cuptiActivityRegisterCallbacks fails with
 //                           CUPTI_ERROR_NOT_INITIALIZED
+//   FAKE_CUPTI_BUSY_DEVICE=1  a device never idle: real CUPTI's plain flush
+//                           hands over only buffers whose every record is
+//                           complete, so here a flush without
+//                           CUPTI_ACTIVITY_FLAG_FLUSH_FORCED delivers only
+//                           full buffers
 //
 // Not modelled: API records' returnValue and the callback's
 // functionReturnValue / functionParams / symbolName (the driver does not
@@ -749,12 +755,14 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
     return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
     State& s = state();
+    const char* busy = std::getenv("FAKE_CUPTI_BUSY_DEVICE");
+    const bool partial = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 || busy == nullptr || std::strcmp(busy, "1") != 0;
     {
         std::lock_guard<std::mutex> g(s.mu);
         if (s.complete == nullptr) return CUPTI_ERROR_INVALID_OPERATION;
-        if (s.current.records != 0) retire_current(s);
+        if (partial && s.current.records != 0) retire_current(s);
     }
     deliver_full();
     return CUPTI_SUCCESS;

@@ -350,3 +350,22 @@ TEST_CASE("steps cut inside the program's own NVTX ranges: no two spans on one t
   }
   CHECK(partial == 0);
 }
+
+TEST_CASE("windows: a window's last records held in a CUPTI buffer of a busy device are forced out in time",
+          "[integration][windows]") {
+  // A device never idle: CUPTI's plain flush hands over no partly filled
+  // buffer, and the program runs on for 3 s after the window at a pace that
+  // fills none. The window's records come by a forced flush, once nothing
+  // a window records can be running.
+  nbtest::TempDir dir;
+  const Run r = run_steps(dir, {"64", "sleep_us=50000"},
+                          {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"}, {"NB_ACTIVE", "4"},
+                           {"NB_REPEAT", "1"}, {"FAKE_CUPTI_BUSY_DEVICE", "1"}});
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.windows.size() == 1);
+  const Window& w = r.windows.at(1);
+  INFO(w.table);
+  CHECK(w.kernels == kernels_of_steps(3, 4));
+  CHECK(w.table.find("joined to their host call (order): 20 of 20") != std::string::npos);
+}
