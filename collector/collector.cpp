@@ -669,6 +669,11 @@ OutputContext Collector::current_context() {
                           " device records joined by order alone (their details differ from the call's), " +
                           std::to_string(j.late) + " placed after their turn");
     }
+    if (j.max_lag_ns > order_join_.config().slack_ns / 2) {
+      ctx.notes.push_back("Device times ran up to " + std::to_string(j.max_lag_ns / 1000) +
+                          " us behind host times in the run so far (CUPTI's conversion of the GPU clock drifting):"
+                          " some work is shown starting before the call that made it; the order join allowed for it");
+    }
     if (j.hurried) {
       ctx.notes.push_back("Order join: " + std::to_string(j.hurried) + " device records placed before their turn (more than " +
                           std::to_string(order_join_.config().max_waiting) +

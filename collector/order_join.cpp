@@ -134,13 +134,13 @@ void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
     if (pass != Pass::Final && !hurry) {
       // The call that made it may still be returning (a synchronous copy
       // returns just after its work ends): wait for a drain after that.
-      if (std::max(p.d.start, p.d.end) + config_.settle_ns > now.drained_ns) break;
+      if (std::max(p.d.start, p.d.end) + config_.settle_ns + lag_ns_ > now.drained_ns) break;
       const bool waited = now.now_ns >= p.arrival_ns && now.now_ns - p.arrival_ns >= config_.hold_ns;
       // Or it is still in its call: a thread can be taken off the CPU
       // between the work and the return for longer than any settle time.
       // (Not at a window's deadline: a call that blocks for long, a copy
       // behind a deep queue, would keep records out of the window.)
-      if (pass == Pass::Normal && !waited && now.in_call_ns <= p.d.start + config_.slack_ns) break;
+      if (pass == Pass::Normal && !waited && now.in_call_ns <= limit(p.d)) break;
       if (pass == Pass::Normal && !waited) {
         // An id before it has not come yet (another stream's buffer, work
         // still running), or none after it has: the records around a
@@ -212,7 +212,7 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // (a layer repeats), and every record after it would shift by the gap.
   const bool positional = gap > 0 && dense();
   // Calls that began after the work began cannot have made it.
-  const uint64_t limit = d.start + config_.slack_ns;
+  const uint64_t limit = this->limit(d);
   std::vector<uint64_t>& ends = ends_;  // min-heap of the ends of the calls looked at
   ends.clear();
   uint64_t passed = 0;         // looked at, and over before the current one began
@@ -231,7 +231,10 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
     }
     if (first == kNone) first = i;
     if (order_join_fits(h, d, true)) {
-      if (positional && passed == gap) return take(i, q.id);
+      if (positional && passed == gap) {
+        measure(h, d);
+        return take(i, q.id);
+      }
       if (first_fit == kNone) {
         first_fit = i;
         first_fit_passed = passed;
@@ -255,6 +258,7 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
       ++counts_.unjoined;  // too far from where its id says
       return {};
     }
+    measure(open_[first_fit].h, d);
     return take(first_fit, q.id);
   }
   // None fits in every detail (a copy CUPTI counts differently, say). If
@@ -305,6 +309,21 @@ bool OrderJoin::next_record_fits(const Host& h, uint64_t id) const {
   return next != waiting_.end() && fits_known(h, next->d);
 }
 
+void OrderJoin::measure(const Host& h, const DeviceRecord& d) {
+  if (!fits_known(h, d) || d.graph_id != 0) return;  // a graph's nodes start whenever
+  const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
+  lag_block_min_ = std::min(lag_block_min_, behind);
+  if (++lag_samples_ < kLagBlock) return;
+  // Two blocks: a lag that shrinks is forgotten within 128 joins, and one
+  // that grows is followed from within a block.
+  const int64_t least = std::min(lag_block_min_, lag_prev_min_);
+  lag_prev_min_ = lag_block_min_;
+  lag_block_min_ = INT64_MAX;
+  lag_samples_ = 0;
+  lag_ns_ = least >= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(-least), config_.max_lag_ns);
+  counts_.max_lag_ns = std::max(counts_.max_lag_ns, lag_ns_);
+}
+
 OrderJoin::Link OrderJoin::take(size_t i, uint64_t id) {
   const Host h = open_[i].h;
   // Open calls that returned before this one began took smaller ids, all
@@ -349,7 +368,7 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
       break;
     }
   }
-  const uint64_t limit = std::min(hi, q.d.start + config_.slack_ns);
+  const uint64_t limit = std::min(hi, this->limit(q.d));
   // The calls kept (open and passed over) as one sequence in time order:
   // from the first at or after `lo`, back 64 (calls of other threads that
   // began a little before and overlap), then forward.

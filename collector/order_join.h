@@ -13,6 +13,9 @@
 // same (one kernel, one grid, from two threads at once) cannot be told
 // apart; either is then taken.
 //
+// Work cannot start before its call did, but the two clocks can drift
+// apart: the join measures by how much (the lag) and allows for it.
+//
 // Each record goes to the first open call that fits, with three guards
 // against one lost record shifting every later arrow onto the next
 // identical call:
@@ -85,6 +88,9 @@ class OrderJoin {
     uint64_t hold_ns = 500000000;    // how long a missing id holds back the ids after it
     uint64_t settle_ns = 5000000;    // a record waits until the rings were drained this long after its end
     uint64_t slack_ns = 20000;       // a call may appear to start this much after its work (clock conversion)
+    // On top of the slack, the lag measured on recent joins (device times
+    // behind the host's), up to this much.
+    uint64_t max_lag_ns = 2000000;
     size_t lookahead = 512;          // calls looked at past the first unresolved one
     // Calls passed over, and the intervals of joined ids, are kept this long
     // (host time) for records that come late: a kernel that ran longer
@@ -107,6 +113,7 @@ class OrderJoin {
     uint64_t refused = 0;         // of the unjoined: the fitting call would have shifted the records after it
     uint64_t forgotten_calls = 0; // calls dropped unmatched by age or number
     uint64_t hurried = 0;         // placed without their waits: too many were waiting
+    uint64_t max_lag_ns = 0;      // the largest lag measured (see lag_ns)
   };
   // How far a pass goes: Normal waits for missing ids and for a record
   // after each; NoWait does not (a window's deadline); Final joins
@@ -139,6 +146,8 @@ class OrderJoin {
   void advance(const Now& now, Pass pass, const Emit& emit);
 
   size_t waiting() const { return waiting_.size() + arriving_.size(); }
+  // How far device times run behind host times, as the joins measure it.
+  uint64_t lag_ns() const { return lag_ns_; }
   // Calls kept: open ones and those passed over (joined ones leave at once).
   size_t calls() const { return open_live_ + passed_.size() + incoming_.size(); }
   const Counts& counts() const { return counts_; }
@@ -199,6 +208,8 @@ class OrderJoin {
   bool next_records_fit(size_t chosen, uint64_t id) const;
   bool next_record_fits(const Host& h, uint64_t id) const;
   Link take(size_t i, uint64_t id);
+  void measure(const Host& h, const DeviceRecord& d);
+  uint64_t limit(const DeviceRecord& d) const { return d.start + config_.slack_ns + lag_ns_; }
   Link link(const Host& h, uint64_t id);
   void remember(uint64_t id, const Linked& l);
   // The first joined id at or after `id`; the first waiting record after `id`.
@@ -228,6 +239,17 @@ class OrderJoin {
   uint64_t forward_seen_ = 0;  // records placed in order, and how often after a gap (moving average)
   double gap_rate_ = 0;
   std::vector<uint64_t> ends_;  // forward()'s scratch, kept to spare an allocation per record
+  // Device times come through CUPTI's conversion of the GPU's clock, host
+  // times through nb's of the TSC: the two can drift apart (20 us a second
+  // seen on the H200, after CUPTI was paused for a while), until work
+  // seems to start before the call that made it. The least of (work start
+  // - call start) over the last two blocks of kLagBlock joins that fit in
+  // every detail says by how much; calls that far after the work still
+  // count.
+  static constexpr uint32_t kLagBlock = 64;
+  int64_t lag_block_min_ = INT64_MAX, lag_prev_min_ = INT64_MAX;
+  uint32_t lag_samples_ = 0;
+  uint64_t lag_ns_ = 0;
   Counts counts_;
 };
 
