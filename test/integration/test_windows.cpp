@@ -67,6 +67,22 @@ std::map<int, int> kernels_of_steps(int first, int count) {
   return out;
 }
 
+// Wait 2, warmup 1, active 4: one window of steps 3 to 6 (16 kernels, 4
+// copies), all of it joined by `join`.
+void check_steps_3_to_6_joined(const std::vector<std::string>& args, std::map<std::string, std::string> env,
+                               const std::string& join) {
+  nbtest::TempDir dir;
+  env.insert({{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"}, {"NB_ACTIVE", "4"}, {"NB_REPEAT", "1"}});
+  const Run r = run_steps(dir, args, env);
+  INFO(r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  REQUIRE(r.windows.size() == 1);
+  const Window& w = r.windows.at(1);
+  INFO(w.table);
+  CHECK(w.kernels == kernels_of_steps(3, 4));
+  CHECK(w.table.find("joined to their host call (" + join + "): 20 of 20") != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("windows: kernel marker, wait 4 warmup 2 active 8: exactly those 8 steps", "[integration][windows]") {
@@ -279,16 +295,7 @@ TEST_CASE("nvtx: another tool named in NVTX_INJECTION64_PATH keeps NVTX; nb says
 TEST_CASE("windows: in both joins all device work of the window is joined (16 kernels, 4 copies)", "[integration][windows]") {
   for (const char* join : {"order", "callback"}) {
     DYNAMIC_SECTION("join " << join) {
-      nbtest::TempDir dir;
-      const Run r = run_steps(dir, {"20"}, {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"},
-                                            {"NB_ACTIVE", "4"}, {"NB_REPEAT", "1"}, {"NB_CUPTI_JOIN", join}});
-      INFO(r.run.err);
-      REQUIRE(r.run.exit_code == 0);
-      REQUIRE(r.windows.size() == 1);
-      const Window& w = r.windows.at(1);
-      INFO(w.table);
-      CHECK(w.kernels == kernels_of_steps(3, 4));
-      CHECK(w.table.find(std::string("joined to their host call (") + join + "): 20 of 20") != std::string::npos);
+      check_steps_3_to_6_joined({"20"}, {{"NB_CUPTI_JOIN", join}}, join);
     }
   }
 }
@@ -357,15 +364,5 @@ TEST_CASE("windows: a window's last records held in a CUPTI buffer of a busy dev
   // buffer, and the program runs on for 3 s after the window at a pace that
   // fills none. The window's records come by a forced flush, once nothing
   // a window records can be running.
-  nbtest::TempDir dir;
-  const Run r = run_steps(dir, {"64", "sleep_us=50000"},
-                          {{"NB_STEP", "kernel:lm_head"}, {"NB_WAIT", "2"}, {"NB_WARMUP", "1"}, {"NB_ACTIVE", "4"},
-                           {"NB_REPEAT", "1"}, {"FAKE_CUPTI_BUSY_DEVICE", "1"}});
-  INFO(r.run.err);
-  REQUIRE(r.run.exit_code == 0);
-  REQUIRE(r.windows.size() == 1);
-  const Window& w = r.windows.at(1);
-  INFO(w.table);
-  CHECK(w.kernels == kernels_of_steps(3, 4));
-  CHECK(w.table.find("joined to their host call (order): 20 of 20") != std::string::npos);
+  check_steps_3_to_6_joined({"64", "sleep_us=50000"}, {{"FAKE_CUPTI_BUSY_DEVICE", "1"}}, "order");
 }
