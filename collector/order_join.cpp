@@ -264,13 +264,15 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // None fits in every detail (a copy CUPTI counts differently, say). If
   // no id was skipped before this one, the next open call is the one, as
   // long as it made this kind of work and the next record does not fit it.
-  // Never a kernel onto a launch of another kernel, both names known.
-  const Host& h = open_[first == kNone ? 0 : first].h;
-  const bool other_kernel = d.kind == DeviceKind::Kernel && d.graph_id == 0 && first != kNone && h.name != 0 &&
-                            d.raw_name != 0 && h.name != d.raw_name;
-  if (first != kNone && gap == 0 && !other_kernel && order_join_fits(h, d, false) && !next_record_fits(h, q.id)) {
-    ++counts_.weak;
-    return take(first, q.id);
+  if (first != kNone && gap == 0) {
+    const Host& h = open_[first].h;
+    // Never a kernel onto a launch of another kernel, both names known.
+    const bool other_kernel = d.kind == DeviceKind::Kernel && d.graph_id == 0 && h.name != 0 && d.raw_name != 0 &&
+                              h.name != d.raw_name;
+    if (!other_kernel && order_join_fits(h, d, false) && !next_record_fits(h, q.id)) {
+      ++counts_.weak;
+      return take(first, q.id);
+    }
   }
   ++counts_.unjoined;
   return {};
