@@ -23,3 +23,12 @@ TEST_CASE("README lists every NB_* variable with its default", "[readme]") {
   for (const auto& o : nb::option_table()) actual[o.name] = o.default_value;
   CHECK(documented == actual);
 }
+
+TEST_CASE("docs/performance.md stays a reference a user can read: at most 300 lines", "[readme]") {
+  // Today's figures, each with its command; how they were reached belongs
+  // in git. Past 300 lines, condense (or move a topic to its own page).
+  const std::string perf = nbtest::read_file(nbtest::source_dir() + "/docs/performance.md");
+  size_t lines = 0;
+  for (char c : perf) lines += c == '\n';
+  CHECK(lines <= 300);
+}
