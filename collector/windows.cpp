@@ -329,6 +329,9 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     const auto deadline = begun + std::chrono::seconds(2);
     bool forced_early = false;
     for (;;) {
+      // The calls made so far first: a later window that has begun is known
+      // before a forced flush.
+      drain_rings();
       const auto now = std::chrono::steady_clock::now();
       const bool late = now > deadline;
       const bool force_due = late || (!forced_early && now - begun > std::chrono::milliseconds(500));
@@ -338,7 +341,6 @@ void Collector::close_window(uint64_t n, bool at_exit) {
       } else {
         tracer_->flush(false);
       }
-      drain_rings();
       // At the deadline the order join stops waiting for ids that have not
       // come (their records, if they come, are placed late).
       take_device_records(late ? OrderJoin::Pass::NoWait : OrderJoin::Pass::Normal);
