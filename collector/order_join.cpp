@@ -127,6 +127,7 @@ void OrderJoin::merge_arrivals() {
 bool OrderJoin::dense() const { return forward_seen_ >= 32 && gap_rate_ < 0.1; }
 
 void OrderJoin::advance(const Now& now, Pass pass, const Emit& emit) {
+  pass_ = pass;
   merge_arrivals();
   while (!waiting_.empty()) {
     const Pending& p = waiting_.front();
@@ -204,13 +205,17 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   const uint64_t gap = q.id - last_id_ - 1;
   ++forward_seen_;
   gap_rate_ = 0.95 * gap_rate_ + 0.05 * (gap > 0 ? 1.0 : 0.0);
-  // Dense ids and some skipped: records CUPTI dropped, or records not
-  // handed over yet (a window's deadline), whose calls are among the open
-  // ones. The fitting call with that many passed over before it is the one.
-  // A few skipped: the first fitting call otherwise; many: only that one,
-  // else the first fitting call may be an earlier call of the same kernel
-  // (a layer repeats), and every record after it would shift by the gap.
-  const bool positional = gap > 0 && dense();
+  // Dense ids and a few skipped: records CUPTI dropped, whose calls are
+  // among the open ones. The fitting call with that many passed over
+  // before it is the one, else the first fitting call. At a window's
+  // deadline many may be skipped: records not handed over yet. Then only
+  // that call will do: the first fitting call may be an earlier call of
+  // the same kernel (a layer repeats), and every record after it would
+  // shift by the gap. (Not in other passes: there a long gap is more
+  // likely ids taken by calls nb did not record, dormant ones, say, and
+  // the call at that place would be the wrong one.)
+  const bool deadline = pass_ == Pass::NoWait;
+  const bool positional = gap > 0 && dense() && (gap <= config_.max_positional_gap || deadline);
   // Calls that began after the work began cannot have made it.
   const uint64_t limit = this->limit(d);
   std::vector<uint64_t>& ends = ends_;  // min-heap of the ends of the calls looked at
@@ -232,7 +237,7 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
     if (first == kNone) first = i;
     if (order_join_fits(h, d, true)) {
       if (positional && passed == gap) {
-        measure(h, d);
+        measure(i, d);
         return take(i, q.id);
       }
       if (first_fit == kNone) {
@@ -254,11 +259,11 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
       ++counts_.unjoined;
       return {};
     }
-    if (positional && gap > config_.max_positional_gap && first_fit_passed < gap) {
+    if (deadline && positional && gap > config_.max_positional_gap && first_fit_passed < gap) {
       ++counts_.unjoined;  // too far from where its id says
       return {};
     }
-    measure(open_[first_fit].h, d);
+    measure(first_fit, d);
     return take(first_fit, q.id);
   }
   // None fits in every detail (a copy CUPTI counts differently, say). If
@@ -311,16 +316,29 @@ bool OrderJoin::next_record_fits(const Host& h, uint64_t id) const {
   return next != waiting_.end() && fits_known(h, next->d);
 }
 
-void OrderJoin::measure(const Host& h, const DeviceRecord& d) {
+void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
+  const Host& h = open_[chosen].h;
   if (!fits_known(h, d) || d.graph_id != 0) return;  // a graph's nodes start whenever
-  const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
-  lag_block_min_ = std::min(lag_block_min_, behind);
+  // Only a join that could hardly have been another: no other call that
+  // fits begins within twice the reach after it. A wrong join onto a later
+  // call of the same kernel (its own call's record lost) would widen the
+  // reach, and the next wrong join would go further.
+  const uint64_t reach = config_.slack_ns + lag_ns_;
+  const uint64_t clear_until = h.start_ns + 2 * reach + 50000;
+  size_t looked = 0;
+  for (size_t j = chosen + 1; j < open_.size() && open_[j].key.first <= clear_until; ++j) {
+    if (!open_[j].live) continue;
+    if (++looked > 64 || order_join_fits(open_[j].h, d, true)) return;
+  }
+  lag_block_[lag_samples_] = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
   if (++lag_samples_ < kLagBlock) return;
-  // Two blocks: a lag that shrinks is forgotten within 128 joins, and one
-  // that grows is followed from within a block.
-  const int64_t least = std::min(lag_block_min_, lag_prev_min_);
-  lag_prev_min_ = lag_block_min_;
-  lag_block_min_ = INT64_MAX;
+  // A low quantile, not the least: a drift moves every join, a wrong one
+  // that slipped through moves one. Two blocks: a lag that grows is
+  // followed from within a block, one that shrinks forgotten after two.
+  std::nth_element(lag_block_.begin(), lag_block_.begin() + kLagBlock / 4, lag_block_.end());
+  const int64_t low = lag_block_[kLagBlock / 4];
+  const int64_t least = std::min(low, lag_prev_low_);
+  lag_prev_low_ = low;
   lag_samples_ = 0;
   lag_ns_ = least >= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(-least), config_.max_lag_ns);
   counts_.max_lag_ns = std::max(counts_.max_lag_ns, lag_ns_);

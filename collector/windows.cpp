@@ -281,6 +281,9 @@ void Collector::service_windows() {
 }
 
 bool Collector::nothing_recorded_running(bool ends_arming) const {
+  if (control_.armed.load(std::memory_order_relaxed) || control_.arm_request.load(std::memory_order_relaxed)) {
+    return false;  // a signal is starting or ending a window: its work may be running
+  }
   if (ends_arming) return true;  // what runs now is recorded in no window
   if (windows_.size() > 1) return false;
   const uint64_t running = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
@@ -320,27 +323,20 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     // CUPTI hands a buffer over when it is full, or on a plain flush once
     // every record in it is complete: while the program keeps the device
     // busy (its next steps' work lands in the same buffer) a window's last
-    // records can wait there for seconds. A forced flush hands them over,
-    // and with them the work still running, which has no times and is lost:
-    // so only when no recorded work can be running (no later window has
-    // begun and the step now running is in none), after 0.5 s and at the
-    // deadline.
-    const auto begun = std::chrono::steady_clock::now();
-    const auto deadline = begun + std::chrono::seconds(2);
-    bool forced_early = false;
+    // records can wait there for seconds. At the deadline a forced flush
+    // hands them over, and with them the work still running, which has no
+    // times and is lost: so only when no work a window records can be
+    // running (no later window has begun, the step now running is in none,
+    // no arming is pending). Not sooner: the device may still be running
+    // the window's own last work.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (;;) {
       // The calls made so far first: a later window that has begun is known
       // before a forced flush.
       drain_rings();
-      const auto now = std::chrono::steady_clock::now();
-      const bool late = now > deadline;
-      const bool force_due = late || (!forced_early && now - begun > std::chrono::milliseconds(500));
-      if (force_due && w.device_got < w.host_work && nothing_recorded_running(ends_arming)) {
-        forced_early = true;
-        tracer_->flush(true);
-      } else {
-        tracer_->flush(false);
-      }
+      const bool late = std::chrono::steady_clock::now() > deadline;
+      const bool force = late && w.device_got < w.host_work && nothing_recorded_running(ends_arming);
+      tracer_->flush(force);
       // At the deadline the order join stops waiting for ids that have not
       // come (their records, if they come, are placed late).
       take_device_records(late ? OrderJoin::Pass::NoWait : OrderJoin::Pass::Normal);

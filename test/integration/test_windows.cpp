@@ -361,8 +361,8 @@ TEST_CASE("steps cut inside the program's own NVTX ranges: no two spans on one t
 TEST_CASE("windows: a window's last records held in a CUPTI buffer of a busy device are forced out in time",
           "[integration][windows]") {
   // A device never idle: CUPTI's plain flush hands over no partly filled
-  // buffer, and the program runs on for 3 s after the window at a pace that
-  // fills none. The window's records come by a forced flush, once nothing
-  // a window records can be running.
-  check_steps_3_to_6_joined({"64", "sleep_us=50000"}, {{"FAKE_CUPTI_BUSY_DEVICE", "1"}}, "order");
+  // buffer, and the program runs on for 4.5 s after the window at a pace
+  // that fills none. The window's records come by a forced flush at its
+  // 2-s deadline, nothing a window records being able to run then.
+  check_steps_3_to_6_joined({"96", "sleep_us=50000"}, {{"FAKE_CUPTI_BUSY_DEVICE", "1"}}, "order");
 }
