@@ -54,6 +54,14 @@ def host_of(host, d):
     return host.get(d.get("args", {}).get("correlation"))
 
 
+def demangled_kernels(calls):
+    """A launch's kernel name (mangled, as the hooks read it) → as CUPTI's
+    records show it (nb demangles those)."""
+    names = sorted({e["args"]["kernel"] for e in calls if "kernel" in e.get("args", {})})
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+    return dict(zip(names, out))
+
+
 def device(ev):
     return [e for e in ev if e.get("ph") == "X" and e.get("cat") in DEVICE_CATS]
 
@@ -188,9 +196,7 @@ def corr_order(trace_path):
     ids = sorted(e["args"].get("correlation", 0) for e in dev)
     lines = [f"device records {len(dev)}, with an id {sum(1 for i in ids if i)}, distinct ids {len(set(ids))}",
              f"gaps between consecutive ids: {dict(collections.Counter(b - a for a, b in zip(ids, ids[1:])))}"]
-    names = sorted({e["args"]["kernel"] for e in host if "kernel" in e["args"]})
-    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
-    demangled = dict(zip(names, out))  # CUPTI's names are demangled by nb, the host calls' are not
+    demangled = demangled_kernels(host)
 
     def host_sig(e):
         a = e["args"]
@@ -286,16 +292,20 @@ def steps_compare(out_dir):
 
 
 def window(trace_path, expected_steps):
-    """the window holds exactly its ProfilerStep spans, every kernel inside one, the same count per step"""
+    """the window holds exactly its ProfilerStep spans, every kernel inside one, the same count per step,
+    each joined to a launch of its own kernel"""
     ev = events(load(trace_path))
     spans = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
                    if str(e.get("name", "")).startswith("ProfilerStep#"))
     host = host_calls(ev)
+    demangled = demangled_kernels(host.values())
     per = collections.Counter()
-    outside = 0
+    outside = other_kernel = 0
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     for k in kernels:
         h = host_of(host, k)
+        if h and "kernel" in h["args"] and demangled.get(h["args"]["kernel"]) != k["name"]:
+            other_kernel += 1
         s = h and next((n for a, b, n in spans if a <= h["ts"] <= b), None)
         if s is None:
             outside += 1
@@ -305,10 +315,11 @@ def window(trace_path, expected_steps):
     annotations = collections.Counter((e["cat"], e["name"]) for e in ev if "annotation" in e.get("cat", "")
                                       and not str(e.get("name", "")).startswith("ProfilerStep#"))
     lines = [f"{os.path.basename(trace_path)}: {len(spans)} ProfilerStep spans {names[:1]}..{names[-1:]}, "
-             f"{len(kernels)} kernels, per step {sorted(set(per.values()))}, outside any step {outside}"]
+             f"{len(kernels)} kernels, per step {sorted(set(per.values()))}, outside any step {outside}, "
+             f"joined to a launch of another kernel {other_kernel}"]
     if annotations:
         lines.append(f"annotations {dict(annotations)}")
-    return lines, outside == 0 and len(set(per.values())) == 1 and len(spans) == expected_steps
+    return lines, outside == 0 and other_kernel == 0 and len(set(per.values())) == 1 and len(spans) == expected_steps
 
 
 # --- memory ---------------------------------------------------------------------------

@@ -209,7 +209,9 @@ def memory_report(ctx, a):
                 "wait/warmup/active exact; NVTX steps; repeat; armed by SIGUSR2 mid-run)",
           options=[option("--parts", type=csv, default=["census", "kernel", "nvtx", "repeat", "signal"]),
                    option("--marker", help="NB_STEP to use instead of the census's suggestion"),
-                   option("--signal-after", type=float, default=15, help="seconds before SIGUSR2")])
+                   option("--signal-after", type=float, default=15, help="seconds before SIGUSR2"),
+                   option("--signal-runs", type=int, default=1,
+                          help="runs of the signal part (t.w1, or t1.w1, t2.w1 ...)")])
 def window_check(ctx, a):
     """On the seed's loop (workloads/decode.py seed: 32 steps, no warm-up, no
     profiler calls). census: `nbprof steps` ranks the kernel that ends each
@@ -259,24 +261,31 @@ def window_check(ctx, a):
                         env=env, log="memory_viz")
             ctx.say("PASS" if r.rc == 0 else "FAIL", f"window {w}'s snapshot loads in torch.cuda._memory_viz stats")
     if "signal" in a.parts:
-        ctx.section(f"NB_TRIGGER=signal, SIGUSR2 after {a.signal_after} s of a slow loop (0.1 s a step)")
-        p = ctx.run(ctx.decode("seed", 200, "--pause", 0.1), background=True, log="signal",
-                    env=dict(env, **ctx.nb_env("dormant", "t", NB_STEP=marker, NB_ACTIVE="8")))
-        if p is not None and not ctx.dry:
-            time.sleep(a.signal_after)
-            os.kill(p.pid, signal.SIGUSR2)
-            try:
-                stdout, stderr = p.communicate(timeout=ctx.time_left(600))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                stdout, stderr = p.communicate()
-            with open(ctx.path("signal.log"), "a") as f:
-                f.write(stdout + stderr + f"[exit {p.returncode}]\n")
-            end_ns = int(next((l.split()[1] for l in stdout.splitlines() if l.startswith("end_ns")), "0"))
-            t_trace = checks.resolve(ctx.path("t.w1.trace.json"))
-            written = os.path.getmtime(t_trace) if os.path.exists(t_trace) else 0
-            ctx.say(f"window written {end_ns / 1e9 - written:.0f} s before the program ended; exit {p.returncode}")
-        ctx.check(checks.window, ctx.path("t.w1.trace.json"), 8)
+        for n in range(1, a.signal_runs + 1):
+            signal_window(ctx, env, marker, a.signal_after, "t" if a.signal_runs == 1 else f"t{n}")
+
+
+def signal_window(ctx, env, marker, after, tag):
+    """The loop at 0.1 s a step, dormant under NB_TRIGGER=signal, SIGUSR2
+    after `after` s: one window of 8 steps, written while the program runs."""
+    ctx.section(f"NB_TRIGGER=signal, SIGUSR2 after {after} s of a slow loop (0.1 s a step): {tag}")
+    p = ctx.run(ctx.decode("seed", 200, "--pause", 0.1), background=True, log=f"signal-{tag}",
+                env=dict(env, **ctx.nb_env("dormant", tag, NB_STEP=marker, NB_ACTIVE="8")))
+    if p is not None and not ctx.dry:
+        time.sleep(after)
+        os.kill(p.pid, signal.SIGUSR2)
+        try:
+            stdout, stderr = p.communicate(timeout=ctx.time_left(600))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+        with open(ctx.path(f"signal-{tag}.log"), "a") as f:
+            f.write(stdout + stderr + f"[exit {p.returncode}]\n")
+        end_ns = int(next((l.split()[1] for l in stdout.splitlines() if l.startswith("end_ns")), "0"))
+        trace = checks.resolve(ctx.path(f"{tag}.w1.trace.json"))
+        written = os.path.getmtime(trace) if os.path.exists(trace) else 0
+        ctx.say(f"window written {end_ns / 1e9 - written:.0f} s before the program ended; exit {p.returncode}")
+    ctx.check(checks.window, ctx.path(f"{tag}.w1.trace.json"), 8)
 
 
 # The census's programs: (tag, command after the Python, the counts a
