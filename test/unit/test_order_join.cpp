@@ -80,6 +80,20 @@ uint32_t dense_ids_seen(OrderJoin& j) {
   return 41;
 }
 
+// `calls` launches 10 us apart (host ids 1, 2, ...; ids from k), of `names`
+// kernels in turn; each kernel starts `latency` ns after its launch and
+// `drift` ns earlier for each launch before it; the host record of every
+// `lose`-th launch is lost (0: none).
+void launches_10us_apart(OrderJoin& j, uint32_t k, uint32_t calls, uint32_t names, uint64_t latency, uint64_t drift,
+                         uint32_t lose) {
+  const uint64_t t = 1000000;
+  for (uint32_t i = 0; i < calls; ++i) {
+    const uint64_t start = t + 10000ull * i;
+    if (lose == 0 || i % lose != lose - 1) j.add(launch(i + 1, start, start + 2000, 30 + i % names));
+    j.add(kernel(k + i, start + latency - drift * i, 30 + i % names), 0);
+  }
+}
+
 // Runs the join to the end and returns correlation id → host id (0 = unjoined).
 struct Result {
   std::map<uint32_t, uint64_t> host;
@@ -608,13 +622,8 @@ TEST_CASE("order join: device times drifting behind the host's are followed", "[
   // about 0.1 ms).
   OrderJoin j;
   const uint32_t k = dense_ids_seen(j);
-  const uint64_t t = 1000000;
   constexpr uint32_t kCalls = 3000;
-  for (uint32_t i = 0; i < kCalls; ++i) {
-    const uint64_t start = t + 10000ull * i;
-    j.add(launch(i + 1, start, start + 4000, 30 + i % 16));
-    j.add(kernel(k + i, start + 6000 - 15ull * i, 30 + i % 16), 0);
-  }
+  launches_10us_apart(j, k, kCalls, 16, 6000, 15, 0);
   Result r;
   collect(j, r, 0, UINT64_MAX, true);
   for (uint32_t i = 0; i < kCalls; ++i) {
@@ -698,13 +707,7 @@ TEST_CASE("order join: the lag is measured only on joins that could have been no
   // widens and the next wrong join goes further.
   OrderJoin j;
   const uint32_t k = dense_ids_seen(j);
-  const uint64_t t = 1000000;
-  constexpr uint32_t kCalls = 20000;
-  for (uint32_t i = 0; i < kCalls; ++i) {
-    const uint64_t start = t + 10000ull * i;
-    if (i % 200 != 199) j.add(launch(i + 1, start, start + 2000, 7));
-    j.add(kernel(k + i, start + 3000, 7), 0);
-  }
+  launches_10us_apart(j, k, 20000, 1, 3000, 0, 200);
   int64_t worst = 0;
   j.advance({0, UINT64_MAX}, OrderJoin::Pass::Final, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
     if (!l.joined) return;
