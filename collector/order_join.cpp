@@ -205,17 +205,20 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   const uint64_t gap = q.id - last_id_ - 1;
   ++forward_seen_;
   gap_rate_ = 0.95 * gap_rate_ + 0.05 * (gap > 0 ? 1.0 : 0.0);
-  // Dense ids and a few skipped: records CUPTI dropped, whose calls are
-  // among the open ones. The fitting call with that many passed over
-  // before it is the one, else the first fitting call. At a window's
-  // deadline many may be skipped: records not handed over yet. Then only
-  // that call will do: the first fitting call may be an earlier call of
-  // the same kernel (a layer repeats), and every record after it would
-  // shift by the gap. (Not in other passes: there a long gap is more
-  // likely ids taken by calls nb did not record, dormant ones, say, and
-  // the call at that place would be the wrong one.)
+  // Dense ids and some skipped: records CUPTI dropped, or records not
+  // handed over yet, whose calls are among the open ones. The fitting call
+  // with that many passed over before it is the one, else (a few skipped)
+  // the first fitting call. Not for the first record after recording
+  // resumed: its gap is the ids of the calls made while nb was dormant.
+  const bool after_resume = resumed_;
+  resumed_ = false;
+  const bool positional = gap > 0 && dense() && !after_resume;
+  // At a window's deadline, past a few skipped, only that call will do:
+  // the first fitting call may be an earlier call of the same kernel (a
+  // layer repeats), and every record after it would shift by the gap.
+  // (Elsewhere a record that waited that long takes the first fitting
+  // call, as the ids may have been taken by calls nb did not record.)
   const bool deadline = pass_ == Pass::NoWait;
-  const bool positional = gap > 0 && dense() && (gap <= config_.max_positional_gap || deadline);
   // Calls that began after the work began cannot have made it.
   const uint64_t limit = this->limit(d);
   std::vector<uint64_t>& ends = ends_;  // min-heap of the ends of the calls looked at
@@ -325,21 +328,24 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
   // reach, and the next wrong join would go further.
   const uint64_t reach = config_.slack_ns + lag_ns_;
   const uint64_t clear_until = h.start_ns + 2 * reach + 50000;
+  if (newest_start_ <= clear_until) return;  // the calls after it are not all in yet
   size_t looked = 0;
   for (size_t j = chosen + 1; j < open_.size() && open_[j].key.first <= clear_until; ++j) {
     if (!open_[j].live) continue;
     if (++looked > 64 || order_join_fits(open_[j].h, d, true)) return;
   }
-  lag_block_[lag_samples_] = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
-  if (++lag_samples_ < kLagBlock) return;
-  // A low quantile, not the least: a drift moves every join, a wrong one
-  // that slipped through moves one. Two blocks: a lag that grows is
-  // followed from within a block, one that shrinks forgotten after two.
-  std::nth_element(lag_block_.begin(), lag_block_.begin() + kLagBlock / 4, lag_block_.end());
-  const int64_t low = lag_block_[kLagBlock / 4];
-  const int64_t least = std::min(low, lag_prev_low_);
-  lag_prev_low_ = low;
-  lag_samples_ = 0;
+  // The least over the last one to two spans of kLagSpanNs of device time:
+  // most work waits in a queue and starts late; what started at once after
+  // its call says how far the clocks are apart, and a drift that grows is
+  // followed at once, one that shrinks forgotten within two spans.
+  const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
+  if (d.start >= lag_span_end_) {
+    lag_prev_min_ = d.start >= lag_span_end_ + kLagSpanNs ? INT64_MAX : lag_span_min_;
+    lag_span_min_ = INT64_MAX;
+    lag_span_end_ = d.start + kLagSpanNs;
+  }
+  lag_span_min_ = std::min(lag_span_min_, behind);
+  const int64_t least = std::min(lag_span_min_, lag_prev_min_);
   lag_ns_ = least >= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(-least), config_.max_lag_ns);
   counts_.max_lag_ns = std::max(counts_.max_lag_ns, lag_ns_);
 }

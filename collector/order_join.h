@@ -22,10 +22,10 @@
 //  - ids skipped (a record CUPTI dropped, or records not handed over yet
 //    at a window's deadline): once the ids have been seen to be dense, a
 //    record after a gap of g ids goes to the fitting call that has g calls
-//    passed over before it, if there is one; at a window's deadline (a
-//    NoWait pass) after a gap of more than max_positional_gap, to no other
-//    call with fewer passed over (an earlier call of the same kernel: a
-//    layer repeats);
+//    passed over before it, if there is one (not the first record after
+//    nb was dormant); at a window's deadline (a NoWait pass) after a gap of
+//    more than max_positional_gap, to no other call with fewer passed over
+//    (an earlier call of the same kernel: a layer repeats);
 //  - a call nb did not record (a full ring): once the ids have been seen to
 //    be dense, taking a call that passes over more calls than ids were
 //    skipped is refused when the records that come next fit the
@@ -45,7 +45,6 @@
 // Plain data in, links out: no threads, no clocks of its own (times are
 // passed in), so tests drive it directly.
 #pragma once
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -101,7 +100,7 @@ class OrderJoin {
     uint64_t forget_ns = 30000000000;  // open calls never matched are dropped after this long
     size_t max_calls = size_t(1) << 15;
     size_t max_linked = size_t(1) << 16;  // joined ids remembered (64 bytes each, reserved at once)
-    uint64_t max_positional_gap = 8;      // ids skipped: the place rule's reach (a deadline's: any)
+    uint64_t max_positional_gap = 8;      // ids skipped past which a deadline takes only the call at its place
     // Records waiting at most; past it the oldest are placed without their
     // waits (a device far behind the host holds many finished records
     // whose ids are not all in yet, each ~120 bytes).
@@ -146,6 +145,10 @@ class OrderJoin {
   // Joins every device record whose turn has come and emits it with its
   // link. The waits above are skipped in a Final pass.
   void advance(const Now& now, Pass pass, const Emit& emit);
+
+  // Recording resumes after nb was dormant: the ids of the calls made
+  // meanwhile are a gap no recorded call accounts for.
+  void note_resume() { resumed_ = true; }
 
   size_t waiting() const { return waiting_.size() + arriving_.size(); }
   // How far device times run behind host times, as the joins measure it.
@@ -245,16 +248,16 @@ class OrderJoin {
   // Device times come through CUPTI's conversion of the GPU's clock, host
   // times through nb's of the TSC: the two can drift apart (20 us a second
   // seen on the H200, after CUPTI was paused for a while), until work
-  // seems to start before the call that made it. The lowest quarter of
-  // (work start - call start) over the last two blocks of kLagBlock joins
-  // that could hardly have been another call says by how much; calls that
-  // far after the work still count.
-  static constexpr uint32_t kLagBlock = 32;
-  std::array<int64_t, kLagBlock> lag_block_{};
-  int64_t lag_prev_low_ = INT64_MAX;
-  uint32_t lag_samples_ = 0;
+  // seems to start before the call that made it. The least (work start -
+  // call start) over the last 0.5-1 s of joins that could hardly have been
+  // another call says by how much; calls that far after the work still
+  // count.
+  static constexpr uint64_t kLagSpanNs = 500000000;
+  uint64_t lag_span_end_ = 0;
+  int64_t lag_span_min_ = INT64_MAX, lag_prev_min_ = INT64_MAX;
   uint64_t lag_ns_ = 0;
   Pass pass_ = Pass::Normal;  // the pass under way
+  bool resumed_ = false;      // recording resumed since the last record placed in order
   Counts counts_;
 };
 

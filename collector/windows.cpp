@@ -234,6 +234,7 @@ void Collector::check_arming() {
   const uint64_t step = control_.arm_step.load(std::memory_order_relaxed);
   const uint64_t tick = control_.arm_tick.load(std::memory_order_relaxed);
   armed_ = true;
+  order_join_.note_resume();  // the ids of the calls made while dormant are a gap
   // A schedule counts whole steps. The signal comes while the program is
   // somewhere in a step (or still setting up before its first), and a
   // dormant shim cannot tell where: the window starts with the next step,
@@ -281,9 +282,6 @@ void Collector::service_windows() {
 }
 
 bool Collector::nothing_recorded_running(bool ends_arming) const {
-  if (control_.armed.load(std::memory_order_relaxed) || control_.arm_request.load(std::memory_order_relaxed)) {
-    return false;  // a signal is starting or ending a window: its work may be running
-  }
   if (ends_arming) return true;  // what runs now is recorded in no window
   if (windows_.size() > 1) return false;
   const uint64_t running = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
@@ -326,9 +324,9 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     // records can wait there for seconds. At the deadline a forced flush
     // hands them over, and with them the work still running, which has no
     // times and is lost: so only when no work a window records can be
-    // running (no later window has begun, the step now running is in none,
-    // no arming is pending). Not sooner: the device may still be running
-    // the window's own last work.
+    // running (no later window has begun and the step now running is in
+    // none). Not sooner: the device may still be running the window's own
+    // last work.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (;;) {
       // The calls made so far first: a later window that has begun is known

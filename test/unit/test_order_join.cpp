@@ -546,13 +546,16 @@ TEST_CASE("order join: too many records waiting are placed without their waits, 
   CHECK(r.host == std::map<uint32_t, uint64_t>{{1, 101}, {2, 102}, {3, 103}, {4, 104}, {5, 105}, {6, 106}});
 }
 
-TEST_CASE("order join: records after a run of ids not come yet, at a deadline, go to their own calls or none",
+TEST_CASE("order join: records after a run of ids not come yet go to their own calls or none",
           "[order_join]") {
-  // A window's deadline (a NoWait pass): the device records of its last
-  // steps are still in a CUPTI buffer, except some after them. A layer of
-  // four kernels repeats; every call was recorded. A record after the run
-  // of missing ids must not take the first earlier call of its kernel, nor
-  // any call of another kernel; those missing, when they come, find theirs.
+  // The device records of a window's last steps are still in a CUPTI
+  // buffer, except some after them, at its deadline (a NoWait pass) or once
+  // they have waited past the hold (a Normal pass). A layer of four kernels
+  // repeats; every call was recorded. A record after the run of missing ids
+  // must not take the first earlier call of its kernel, nor any call of
+  // another kernel; those missing, when they come, find theirs.
+  const bool deadline = GENERATE(true, false);
+  INFO((deadline ? "NoWait pass" : "Normal pass after the hold"));
   OrderJoin j;
   const uint32_t k = dense_ids_seen(j);
   const uint64_t t = 1000000;
@@ -571,7 +574,13 @@ TEST_CASE("order join: records after a run of ids not come yet, at a deadline, g
       r.host[d.correlation] = l.joined ? l.host_id : 0;
     });
   };
-  pass(OrderJoin::Pass::NoWait);
+  if (deadline) {
+    pass(OrderJoin::Pass::NoWait);
+  } else {
+    j.advance({600 * kMs, 600 * kMs}, OrderJoin::Pass::Normal, [&](const DeviceRecord& d, const OrderJoin::Link& l) {
+      r.host[d.correlation] = l.joined ? l.host_id : 0;
+    });
+  }
   CHECK(j.counts().weak == 0);
   for (uint32_t i = 0; i < kCalls; ++i) {
     if (i >= kMissFrom && i < kMissTo) continue;
@@ -736,6 +745,52 @@ TEST_CASE("order join: many ids skipped between steps (calls that took ids and m
       want[id++] = host;
     }
     id += 12;
+  }
+  Result r;
+  collect(j, r, 0, UINT64_MAX, true);
+  CHECK(r.host == want);
+}
+
+TEST_CASE("order join: a drift is followed when only the first kernel after each sync starts at once", "[order_join]") {
+  // Steps of 20 launches 10 us apart, each kernel 30 us long: the device
+  // queue grows through a step, and only its first kernel starts right
+  // after its launch. Device times fall 1 us a step behind, to 100 us.
+  OrderJoin j;
+  uint32_t id = dense_ids_seen(j);
+  const uint64_t t = 1000000;
+  std::map<uint32_t, uint64_t> want;
+  for (uint32_t step = 0; step < 100; ++step) {
+    uint64_t free_at = 0;
+    for (uint32_t n = 0; n < 20; ++n) {
+      const uint64_t host = 100ull * step + n + 1, start = t + 2000000ull * step + 10000ull * n;
+      j.add(launch(host, start, start + 2000, 50 + n));
+      const uint64_t run = std::max(start + 5000, free_at);
+      free_at = run + 30000;
+      j.add(kernel(id, run - 1000ull * step, 50 + n), 0);
+      want[id++] = host;
+    }
+  }
+  Result r;
+  collect(j, r, 0, UINT64_MAX, true);
+  CHECK(r.host == want);
+  CHECK(j.counts().max_lag_ns > 80000);
+}
+
+TEST_CASE("order join: the first record after nb was dormant takes the first call that fits", "[order_join]") {
+  // While dormant, 20 calls took ids and made work CUPTI did not record (it
+  // rests): a gap of 20 that no recorded call accounts for. A layer of 4
+  // kernels, the device 300 us behind: the call 20 places on has begun
+  // before the first kernel ran and fits as well, and must not be taken.
+  OrderJoin j;
+  uint32_t id = dense_ids_seen(j) + 20;
+  j.note_resume();
+  const uint64_t t = 1000000;
+  std::map<uint32_t, uint64_t> want;
+  for (uint32_t i = 0; i < 100; ++i) {
+    const uint64_t start = t + 10000ull * i;
+    j.add(launch(i + 1, start, start + 2000, 60 + i % 4));
+    j.add(kernel(id, start + 300000, 60 + i % 4), 0);
+    want[id++] = i + 1;
   }
   Result r;
   collect(j, r, 0, UINT64_MAX, true);
