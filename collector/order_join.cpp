@@ -322,6 +322,8 @@ bool OrderJoin::next_record_fits(const Host& h, uint64_t id) const {
 void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
   const Host& h = open_[chosen].h;
   if (!fits_known(h, d) || d.graph_id != 0) return;  // a graph's nodes start whenever
+  const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
+  if (d.start < lag_span_end_ && behind >= lag_span_min_) return;  // changes nothing: most joins
   // Only a join that could hardly have been another: no other call that
   // fits begins within twice the reach after it. A wrong join onto a later
   // call of the same kernel (its own call's record lost) would widen the
@@ -338,7 +340,6 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
   // most work waits in a queue and starts late; what started at once after
   // its call says how far the clocks are apart, and a drift that grows is
   // followed at once, one that shrinks forgotten within two spans.
-  const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
   if (d.start >= lag_span_end_) {
     lag_prev_min_ = d.start >= lag_span_end_ + kLagSpanNs ? INT64_MAX : lag_span_min_;
     lag_span_min_ = INT64_MAX;
