@@ -210,8 +210,10 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // with that many passed over before it is the one, else (a few skipped)
   // the first fitting call. Not for the first record after recording
   // resumed: its gap is the ids of the calls made while nb was dormant.
-  const bool after_resume = resumed_;
-  resumed_ = false;
+  // (A record of work from before the dormant stretch, placed only now,
+  // leaves the mark for the first one after it.)
+  const bool after_resume = resumed_ && limit(d) >= resume_ns_;
+  if (after_resume) resumed_ = false;
   const bool positional = gap > 0 && dense() && !after_resume;
   // At a window's deadline, past a few skipped, only that call will do:
   // the first fitting call may be an earlier call of the same kernel (a
@@ -323,7 +325,7 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
   const Host& h = open_[chosen].h;
   if (!fits_known(h, d) || d.graph_id != 0) return;  // a graph's nodes start whenever
   const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
-  if (d.start < lag_span_end_ && behind >= lag_span_min_) return;  // changes nothing: most joins
+  if (h.start_ns < lag_span_end_ && behind >= lag_span_min_) return;  // changes nothing: most joins
   // Only a join that could hardly have been another: no other call that
   // fits begins within twice the reach after it. A wrong join onto a later
   // call of the same kernel (its own call's record lost) would widen the
@@ -336,14 +338,16 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
     if (!open_[j].live) continue;
     if (++looked > 64 || order_join_fits(open_[j].h, d, true)) return;
   }
-  // The least over the last one to two spans of kLagSpanNs of device time:
-  // most work waits in a queue and starts late; what started at once after
-  // its call says how far the clocks are apart, and a drift that grows is
-  // followed at once, one that shrinks forgotten within two spans.
-  if (d.start >= lag_span_end_) {
-    lag_prev_min_ = d.start >= lag_span_end_ + kLagSpanNs ? INT64_MAX : lag_span_min_;
+  // The least over the last one to two spans of kLagSpanNs of calls (by
+  // their start, which grows with the ids, as records are placed; a
+  // record's own start may lie far after its call's): most work waits in a
+  // queue and starts late; what started at once after its call says how
+  // far the clocks are apart. A drift that grows is followed at once, one
+  // that shrinks forgotten after two spans with joins.
+  if (h.start_ns >= lag_span_end_) {
+    lag_prev_min_ = lag_span_min_;
     lag_span_min_ = INT64_MAX;
-    lag_span_end_ = d.start + kLagSpanNs;
+    lag_span_end_ = h.start_ns + kLagSpanNs;
   }
   lag_span_min_ = std::min(lag_span_min_, behind);
   const int64_t least = std::min(lag_span_min_, lag_prev_min_);

@@ -146,9 +146,12 @@ class OrderJoin {
   // link. The waits above are skipped in a Final pass.
   void advance(const Now& now, Pass pass, const Emit& emit);
 
-  // Recording resumes after nb was dormant: the ids of the calls made
-  // meanwhile are a gap no recorded call accounts for.
-  void note_resume() { resumed_ = true; }
+  // Recording resumed at `mono_ns` after nb was dormant: the ids of the
+  // calls made meanwhile are a gap no recorded call accounts for.
+  void note_resume(uint64_t mono_ns) {
+    resumed_ = true;
+    resume_ns_ = mono_ns;
+  }
 
   size_t waiting() const { return waiting_.size() + arriving_.size(); }
   // How far device times run behind host times, as the joins measure it.
@@ -249,15 +252,16 @@ class OrderJoin {
   // times through nb's of the TSC: the two can drift apart (20 us a second
   // seen on the H200, after CUPTI was paused for a while), until work
   // seems to start before the call that made it. The least (work start -
-  // call start) over the last 0.5-1 s of joins that could hardly have been
-  // another call says by how much; calls that far after the work still
-  // count.
+  // call start) over the joins of calls of the last 0.5-1 s that could
+  // hardly have been another call says by how much; calls that far after
+  // the work still count.
   static constexpr uint64_t kLagSpanNs = 500000000;
   uint64_t lag_span_end_ = 0;
   int64_t lag_span_min_ = INT64_MAX, lag_prev_min_ = INT64_MAX;
   uint64_t lag_ns_ = 0;
   Pass pass_ = Pass::Normal;  // the pass under way
-  bool resumed_ = false;      // recording resumed since the last record placed in order
+  bool resumed_ = false;      // recording resumed (at resume_ns_) and no record of it placed in order yet
+  uint64_t resume_ns_ = 0;
   Counts counts_;
 };
 

@@ -234,7 +234,9 @@ void Collector::check_arming() {
   const uint64_t step = control_.arm_step.load(std::memory_order_relaxed);
   const uint64_t tick = control_.arm_tick.load(std::memory_order_relaxed);
   armed_ = true;
-  order_join_.note_resume();  // the ids of the calls made while dormant are a gap
+  // The ids of the calls made while dormant are a gap no recorded call
+  // accounts for.
+  order_join_.note_resume(pass_map_.tick0 != 0 ? pass_map_.mono_ns(tick) : monotonic_ns());
   // A schedule counts whole steps. The signal comes while the program is
   // somewhere in a step (or still setting up before its first), and a
   // dormant shim cannot tell where: the window starts with the next step,
@@ -282,6 +284,8 @@ void Collector::service_windows() {
 }
 
 bool Collector::nothing_recorded_running(bool ends_arming) const {
+  // A signal armed again while the window closed: the new arming's work.
+  if (control_.armed.load(std::memory_order_acquire)) return false;
   if (ends_arming) return true;  // what runs now is recorded in no window
   if (windows_.size() > 1) return false;
   const uint64_t running = step_ends_.empty() ? 0 : step_ends_.rbegin()->first + 1;
@@ -392,9 +396,12 @@ void Collector::close_window(uint64_t n, bool at_exit) {
   if (ends_arming) {
     armed_ = false;
     // CUPTI first: the thread that arms again resumes it (shim/lifecycle.cpp),
-    // and must not find it paused after.
-    if (tracer_) tracer_->pause();
-    host_.go_dormant();
+    // and must not find it paused after. Not at all when a signal armed
+    // again while this window closed (the next pass takes that arming).
+    if (!control_.armed.load(std::memory_order_acquire)) {
+      if (tracer_) tracer_->pause();
+      host_.go_dormant();
+    }
   }
   if (!tail_only && (s.consumed() != 0 || !steps.empty())) write(w.rec, std::move(ctx));
   last_written_ = std::max(last_written_, n);

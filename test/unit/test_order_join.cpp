@@ -754,7 +754,11 @@ TEST_CASE("order join: many ids skipped between steps (calls that took ids and m
 TEST_CASE("order join: a drift is followed when only the first kernel after each sync starts at once", "[order_join]") {
   // Steps of 20 launches 10 us apart, each kernel 30 us long: the device
   // queue grows through a step, and only its first kernel starts right
-  // after its launch. Device times fall 1 us a step behind, to 100 us.
+  // after its launch. Device times fall 1 us a step behind, to 100 us. In
+  // one variant a copy on a side stream starts 1.5 s after its call (it
+  // waits on an event): its record must not make the join forget the lag.
+  const bool side_copy = GENERATE(false, true);
+  INFO((side_copy ? "with" : "without") << " the late copy");
   OrderJoin j;
   uint32_t id = dense_ids_seen(j);
   const uint64_t t = 1000000;
@@ -769,6 +773,12 @@ TEST_CASE("order join: a drift is followed when only the first kernel after each
       j.add(kernel(id, run - 1000ull * step, 50 + n), 0);
       want[id++] = host;
     }
+    if (side_copy && step == 60) {
+      const uint64_t host = 100ull * step + 99, start = t + 2000000ull * step + 200000;
+      j.add(work(host, Kind::Memcpy, start, start + 2000, 4096));
+      j.add(copy(id, start + 1500000000ull, 4096), 0);
+      want[id++] = host;
+    }
   }
   Result r;
   collect(j, r, 0, UINT64_MAX, true);
@@ -781,11 +791,21 @@ TEST_CASE("order join: the first record after nb was dormant takes the first cal
   // rests): a gap of 20 that no recorded call accounts for. A layer of 4
   // kernels, the device 300 us behind: the call 20 places on has begun
   // before the first kernel ran and fits as well, and must not be taken.
+  // In one variant the record of the last call before the dormant stretch
+  // is placed only after the re-arm: it must not use up the mark.
+  const bool before = GENERATE(false, true);
+  INFO((before ? "with" : "without") << " a record from before");
   OrderJoin j;
-  uint32_t id = dense_ids_seen(j) + 20;
-  j.note_resume();
-  const uint64_t t = 1000000;
+  uint32_t id = dense_ids_seen(j);
   std::map<uint32_t, uint64_t> want;
+  if (before) {
+    j.add(launch(999, 500000, 502000, 77));
+    j.add(kernel(id, 600000, 77), 0);
+    want[id++] = 999;
+  }
+  id += 20;
+  j.note_resume(900000);
+  const uint64_t t = 1000000;
   for (uint32_t i = 0; i < 100; ++i) {
     const uint64_t start = t + 10000ull * i;
     j.add(launch(i + 1, start, start + 2000, 60 + i % 4));
