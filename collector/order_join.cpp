@@ -230,7 +230,11 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   size_t first_fit = kNone, first = kNone;
   uint64_t first_fit_passed = 0;
   size_t looked = 0;
-  for (size_t i = 0; i < open_.size() && open_[i].key.first <= limit && looked < config_.lookahead; ++i) {
+  // The place rule looks as far as the gap and a lookahead past it: a run
+  // of lost records (a CUPTI buffer dropped whole) would otherwise leave
+  // every later record a gap's worth of calls early. Once per gap.
+  const size_t reach = config_.lookahead + (positional ? static_cast<size_t>(std::min<uint64_t>(gap, config_.max_calls)) : 0);
+  for (size_t i = 0; i < open_.size() && open_[i].key.first <= limit && looked < reach; ++i) {
     if (!open_[i].live) continue;
     ++looked;
     const Host& h = open_[i].h;
@@ -326,17 +330,25 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
   if (!fits_known(h, d) || d.graph_id != 0) return;  // a graph's nodes start whenever
   const int64_t behind = static_cast<int64_t>(d.start) - static_cast<int64_t>(h.start_ns);
   if (h.start_ns < lag_span_end_ && behind >= lag_span_min_) return;  // changes nothing: most joins
-  // Only a join that could hardly have been another: no other call that
-  // fits begins within twice the reach after it. A wrong join onto a later
-  // call of the same kernel (its own call's record lost) would widen the
-  // reach, and the next wrong join would go further.
-  const uint64_t reach = config_.slack_ns + lag_ns_;
-  const uint64_t clear_until = h.start_ns + 2 * reach + 50000;
-  if (newest_start_ <= clear_until) return;  // the calls after it are not all in yet
-  size_t looked = 0;
-  for (size_t j = chosen + 1; j < open_.size() && open_[j].key.first <= clear_until; ++j) {
-    if (!open_[j].live) continue;
-    if (++looked > 64 || order_join_fits(open_[j].h, d, true)) return;
+  if (behind < 0) {
+    // Work before its call: drift, or a wrong join onto a later call of
+    // the same kernel (its own call's record lost), which would widen the
+    // reach for the next wrong join to go further. Only a join that could
+    // hardly have been another counts: no other call that fits begins
+    // within twice the reach after it. (After a scan that found one, none
+    // for a millisecond of calls: a dense loop would scan on every join.)
+    if (h.start_ns < lag_scan_after_) return;
+    const uint64_t reach = config_.slack_ns + lag_ns_;
+    const uint64_t clear_until = h.start_ns + 2 * reach + 50000;
+    if (newest_start_ <= clear_until) return;  // the calls after it are not all in yet
+    size_t looked = 0;
+    for (size_t j = chosen + 1; j < open_.size() && open_[j].key.first <= clear_until; ++j) {
+      if (!open_[j].live) continue;
+      if (++looked > 64 || order_join_fits(open_[j].h, d, true)) {
+        lag_scan_after_ = h.start_ns + 1000000;
+        return;
+      }
+    }
   }
   // The least over the last one to two spans of kLagSpanNs of calls (by
   // their start, which grows with the ids, as records are placed; a

@@ -333,6 +333,10 @@ void Collector::close_window(uint64_t n, bool at_exit) {
     // last work.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (;;) {
+      // A signal that armed again (toggle mode, the shim dormant since this
+      // window's end): stop here, or the new arming's calls would be taken
+      // into this window; its records still missing are counted late.
+      if (control_.armed.load(std::memory_order_acquire)) break;
       // The calls made so far first: a later window that has begun is known
       // before a forced flush.
       drain_rings();
