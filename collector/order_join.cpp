@@ -210,10 +210,9 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // with that many passed over before it is the one, else (a few skipped)
   // the first fitting call. Not for the first record after recording
   // resumed: its gap is the ids of the calls made while nb was dormant.
-  // (A record of work from before the dormant stretch, placed only now,
-  // leaves the mark for the first one after it.)
+  // (The mark stays until a call made after the re-arm is taken: work
+  // queued before the dormant stretch can run after it began.)
   const bool after_resume = resumed_ && limit(d) >= resume_ns_;
-  if (after_resume) resumed_ = false;
   const bool positional = gap > 0 && dense() && !after_resume;
   // At a window's deadline, past a few skipped, only that call will do:
   // the first fitting call may be an earlier call of the same kernel (a
@@ -336,7 +335,7 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
     // reach for the next wrong join to go further. Only a join that could
     // hardly have been another counts: no other call that fits begins
     // within twice the reach after it. (After a scan that found one, none
-    // for a millisecond of calls: a dense loop would scan on every join.)
+    // for calls before that one: a dense loop would scan on every join.)
     if (h.start_ns < lag_scan_after_) return;
     const uint64_t reach = config_.slack_ns + lag_ns_;
     const uint64_t clear_until = h.start_ns + 2 * reach + 50000;
@@ -345,7 +344,7 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
     for (size_t j = chosen + 1; j < open_.size() && open_[j].key.first <= clear_until; ++j) {
       if (!open_[j].live) continue;
       if (++looked > 64 || order_join_fits(open_[j].h, d, true)) {
-        lag_scan_after_ = h.start_ns + 1000000;
+        lag_scan_after_ = open_[j].h.start_ns;
         return;
       }
     }
@@ -369,6 +368,7 @@ void OrderJoin::measure(size_t chosen, const DeviceRecord& d) {
 
 OrderJoin::Link OrderJoin::take(size_t i, uint64_t id) {
   const Host h = open_[i].h;
+  if (resumed_ && h.start_ns >= resume_ns_) resumed_ = false;
   // Open calls that returned before this one began took smaller ids, all
   // of which have been placed: they made no device record (or theirs comes
   // late, and is placed between its neighbours then).
@@ -461,7 +461,12 @@ OrderJoin::Link OrderJoin::late(const Pending& q) {
 void OrderJoin::prune() {
   // Calls passed over stay a while for records that come late; calls still
   // open after much longer never got a record (and are counted).
+  // Too many: calls passed over go first (only a late record can want
+  // them), then the oldest open ones.
   const auto too_many = [this] { return open_live_ + passed_.size() > config_.max_calls; };
+  while (!passed_.empty() && (too_many() || passed_.begin()->second.end_ns + config_.keep_ns < newest_start_)) {
+    passed_.erase(passed_.begin());
+  }
   while (!open_.empty()) {
     Slot& s = open_.front();
     if (s.live) {
@@ -470,9 +475,6 @@ void OrderJoin::prune() {
       ++counts_.forgotten_calls;
     }
     open_.pop_front();
-  }
-  while (!passed_.empty() && (too_many() || passed_.begin()->second.end_ns + config_.keep_ns < newest_start_)) {
-    passed_.erase(passed_.begin());
   }
   while (!linked_.empty() && (linked_.size() > config_.max_linked ||
                               linked_.front().second.end_ns + config_.keep_ns < newest_start_)) {

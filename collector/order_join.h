@@ -258,10 +258,10 @@ class OrderJoin {
   static constexpr uint64_t kLagSpanNs = 500000000;
   uint64_t lag_span_end_ = 0;
   int64_t lag_span_min_ = INT64_MAX, lag_prev_min_ = INT64_MAX;
-  uint64_t lag_scan_after_ = 0;  // calls starting before this are not scanned for the lag
+  uint64_t lag_scan_after_ = 0;  // joins of calls starting before this are not scanned for the lag
   uint64_t lag_ns_ = 0;
   Pass pass_ = Pass::Normal;  // the pass under way
-  bool resumed_ = false;      // recording resumed (at resume_ns_) and no record of it placed in order yet
+  bool resumed_ = false;      // recording resumed (at resume_ns_) and no call made since taken yet
   uint64_t resume_ns_ = 0;
   Counts counts_;
 };

@@ -842,3 +842,57 @@ TEST_CASE("order join: a run of a thousand lost records shifts no later arrow", 
   CHECK(r.host.size() == kCalls - kLost);
   CHECK(wrong == 0);
 }
+
+TEST_CASE("order join: the resume mark holds until a call made after the re-arm is taken", "[order_join]") {
+  // The device 3 ms behind; 200 calls, then 3 ms dormant (600 calls that
+  // took ids), then 2,000 calls: the old arming's last work runs after the
+  // re-arm, and must not clear the mark for the new arming's first record.
+  OrderJoin j;
+  uint32_t id = dense_ids_seen(j);
+  std::map<uint32_t, uint64_t> want;
+  uint64_t host = 1;
+  const auto calls = [&](uint64_t from, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t start = from + 5000ull * i;
+      j.add(launch(host, start, start + 2500, 20 + i % 10));
+      j.add(kernel(id, start + 3000000, 20 + i % 10), 0);
+      want[id++] = host++;
+    }
+  };
+  calls(1000000, 200);
+  id += 600;
+  const uint64_t resume = 1000000 + 5000ull * 800;
+  j.note_resume(resume);
+  calls(resume, 2000);
+  Result r;
+  collect(j, r, 0, UINT64_MAX, true);
+  CHECK(r.host == want);
+}
+
+TEST_CASE("order join: a scan that finds another fitting call skips only the calls before that one", "[order_join]") {
+  // Steps every 0.5 ms, each opening with a prompt kernel then a queue;
+  // odd steps launch their first kernel twice (that join could have been
+  // the other call, so it does not count), even steps are clear. Device
+  // times fall 1 us a step behind, to 150 us: the clear steps must keep
+  // the lag measured.
+  OrderJoin j;
+  uint32_t id = dense_ids_seen(j);
+  std::map<uint32_t, uint64_t> want;
+  const uint64_t t = 1000000;
+  for (uint32_t step = 0; step < 400; ++step) {
+    uint64_t free_at = 0;
+    const uint64_t behind = std::min<uint64_t>(1000ull * step, 150000);
+    for (uint32_t n = 0; n < 10; ++n) {
+      const uint64_t host = 100ull * step + n + 1, start = t + 500000ull * step + 10000ull * n;
+      const uint32_t name = (step % 2 == 1 && n == 1) ? 50 : 50 + n;
+      j.add(launch(host, start, start + 2000, name));
+      const uint64_t run = std::max(start + 5000, free_at);
+      free_at = run + 30000;
+      j.add(kernel(id, run - behind, name), 0);
+      want[id++] = host;
+    }
+  }
+  Result r;
+  collect(j, r, 0, UINT64_MAX, true);
+  CHECK(r.host == want);
+}
