@@ -671,7 +671,7 @@ OutputContext Collector::current_context() {
     }
     if (j.max_lag_ns > order_join_.config().slack_ns / 2) {
       ctx.notes.push_back("Device times ran up to " + std::to_string(j.max_lag_ns / 1000) +
-                          " us behind host times in the run so far (CUPTI's conversion of the GPU clock drifting):"
+                          " us behind host times in the run so far (the two clocks drifting apart):"
                           " some work is shown starting before the call that made it; the order join allowed for it");
     }
     if (j.hurried) {

@@ -232,8 +232,9 @@ OrderJoin::Link OrderJoin::forward(const Pending& q) {
   // The place rule looks as far as the gap and a lookahead past it: a run
   // of lost records (a CUPTI buffer dropped whole) would otherwise leave
   // every later record a gap's worth of calls early. Once per gap.
-  const size_t reach = config_.lookahead + (positional ? static_cast<size_t>(std::min<uint64_t>(gap, config_.max_calls)) : 0);
-  for (size_t i = 0; i < open_.size() && open_[i].key.first <= limit && looked < reach; ++i) {
+  const size_t max_looked =
+      config_.lookahead + (positional ? static_cast<size_t>(std::min<uint64_t>(gap, config_.max_calls)) : 0);
+  for (size_t i = 0; i < open_.size() && open_[i].key.first <= limit && looked < max_looked; ++i) {
     if (!open_[i].live) continue;
     ++looked;
     const Host& h = open_[i].h;

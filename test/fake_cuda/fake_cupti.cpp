@@ -758,7 +758,8 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
     State& s = state();
     const char* busy = std::getenv("FAKE_CUPTI_BUSY_DEVICE");
-    const bool partial = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 || busy == nullptr || std::strcmp(busy, "1") != 0;
+    const bool partial =
+        (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 || busy == nullptr || std::strcmp(busy, "1") != 0;
     {
         std::lock_guard<std::mutex> g(s.mu);
         if (s.complete == nullptr) return CUPTI_ERROR_INVALID_OPERATION;
