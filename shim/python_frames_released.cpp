@@ -306,6 +306,34 @@ ThreadCache* thread_cache() {
   return cache;
 }
 
+// The last stack's frames and their code objects are fetched into the
+// cache at once, before the walk: the walk itself follows a chain (each
+// frame's address is read from the one before it), so frames evicted by
+// the program's own work since would otherwise cost a miss each, one after
+// another (docs/performance.md, "A stack with cold caches"). A prefetch
+// never faults, so a frame since gone costs nothing but the prefetch.
+template <const Layout& l>
+[[gnu::always_inline]] inline void prefetch_last_stack(const ThreadCache& tc) {
+  const ThreadCache::SeenFrame* last = tc.seen[tc.seen_last];
+  for (uint32_t i = 0; i < tc.seen_n; ++i) {
+    const char* f = static_cast<const char*>(last[i].frame);
+    const char* code = static_cast<const char*>(last[i].code);
+    __builtin_prefetch(f);
+    __builtin_prefetch(f + l.f_owner);
+    __builtin_prefetch(code + l.co_version);  // all a frame seen before reads of its code object
+  }
+}
+
+// Whether the frame at `f` (the walk's next, in the current stack) is
+// where the last stack had one, with the same code object (by address) at
+// the same instruction. Moves `k` to the last stack's frame at `f` or past
+// it: frames lie at falling addresses, outward.
+[[gnu::always_inline]] inline bool same_place_as_last(const ThreadCache& tc, const ThreadCache::SeenFrame* last,
+                                                      size_t& k, const void* f, const void* code, int addr) {
+  while (k < tc.seen_n && last[k].frame > f) ++k;
+  return k < tc.seen_n && last[k].frame == f && last[k].code == code && last[k].addr == addr;
+}
+
 template <const Layout& l>
 [[gnu::always_inline]] inline const CodeInfo& code_info(const PyApi& a, ThreadCache& tc,
                                                         const void* code) {
@@ -345,6 +373,7 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
   const ThreadCache::SeenFrame* last = tc.seen[tc.seen_last];
   ThreadCache::SeenFrame* next = tc.seen[tc.seen_last ^ 1];
   size_t k = 0, next_n = 0;
+  if constexpr (l.co_version >= 0) prefetch_last_stack<l>(tc);
   const void* f = field<const void*>(ts, l.ts_frame);
   if constexpr (l.cframe_top >= 0) f = plausible(f) ? field<const void*>(f, l.cframe_top) : nullptr;
   size_t n = 0;
@@ -355,7 +384,9 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
     if (!plausible(f) || a.is_finalizing()) return 0;
     const void* code = field<const void*>(f, l.f_code);
     const void* back = field<const void*>(f, l.f_back);
-    int addr;  // byte offset of the instruction, -1: not started
+    int addr;               // byte offset of the instruction, -1: not started
+    uint32_t version = 0;   // the code object's (l.co_version)
+    bool seen = false;      // a frame of the last stack's, as it was then (3.12)
     if constexpr (l.frames == FrameKind::kObject) {
       if (field<const void*>(f, kObType) != a.frame_type || !is_a(code, a.code_type)) break;
       const int lasti = field<int32_t>(f, l.f_instr);
@@ -366,24 +397,37 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
         f = back;
         continue;
       }
-      if (owner < 0 || owner > kOwnedByCStack || !is_a(code, a.code_type)) break;
-      // _PyFrame_IsIncomplete: a frame still being set up is not shown.
+      if (owner < 0 || owner > kOwnedByCStack || !plausible(code)) break;
       const char* bytecode = static_cast<const char*>(code) + l.co_code_adaptive;
       const char* instr = field<const char*>(f, l.f_instr);
-      if (owner != kOwnedByGenerator && instr < bytecode + 2 * int64_t{field<int32_t>(code, l.co_firsttraceable)}) {
-        f = back;
-        continue;
-      }
       const ptrdiff_t d = instr - bytecode;
       addr = d >= 0 && d < INT32_MAX ? static_cast<int>(d) : -1;
+      // A frame where the last stack had one, with the same code object at
+      // the same instruction: that code object was checked then, and a
+      // frame that was complete then is now. So of the code object only
+      // the line with its version is read (it tells the object from one
+      // made since at a freed one's address); the type's line and the
+      // first-traceable check's are left to frames not seen before.
+      if constexpr (l.co_version >= 0) seen = same_place_as_last(tc, last, k, f, code, addr);
+      if (seen) {
+        version = field<uint32_t>(code, l.co_version);
+        seen = version != 0 && version == last[k].version;
+      }
+      if (!seen) {
+        if (!is_a(code, a.code_type)) break;
+        if constexpr (l.co_version >= 0) version = field<uint32_t>(code, l.co_version);
+        // _PyFrame_IsIncomplete: a frame still being set up is not shown.
+        if (owner != kOwnedByGenerator &&
+            instr < bytecode + 2 * int64_t{field<int32_t>(code, l.co_firsttraceable)}) {
+          f = back;
+          continue;
+        }
+      }
     }
     const CodeInfo* info = nullptr;
     uint32_t line = 0;
     if constexpr (l.co_version >= 0) {
-      const uint32_t version = field<uint32_t>(code, l.co_version);
-      while (k < tc.seen_n && last[k].frame > f) ++k;  // frames lie at falling addresses, outward
-      if (version != 0 && k < tc.seen_n && last[k].frame == f && last[k].code == code &&
-          last[k].version == version && last[k].addr == addr) {
+      if (seen) {
         info = last[k].info;
         line = last[k].line;
       }
