@@ -108,9 +108,16 @@ class ChecksTest(unittest.TestCase):
     def test_window(self):
         spans = [{"ph": "X", "name": f"ProfilerStep#{i}", "ts": 100 * i, "dur": 90, "cat": "cpu_op", "args": {}}
                  for i in range(2)]
-        ev = spans + [call(1, 10), kernel(1, 20), call(2, 110), kernel(2, 120)]
+        ev = spans + [call(1, 10, kernel="k"), kernel(1, 20), call(2, 110, kernel="k"), kernel(2, 120)]
         self.assertTrue(checks.window(trace(os.path.join(self.dir, "w.json"), ev), 2)[1])
-        ev += [call(3, 95), kernel(3, 125)]  # launched between two steps
+        # Steps of different lengths (cuBLAS's gemms vary with the sequence's
+        # length), each kernel of its step's launches: a whole window.
+        longer = ev + [call(4, 130, kernel="k"), kernel(4, 140)]
+        self.assertTrue(checks.window(trace(os.path.join(self.dir, "w1.json"), longer), 2)[1])
+        # A launch of the step whose kernel never came (left in CUPTI's buffer).
+        lost = ev + [call(4, 130, kernel="k")]
+        self.assertFalse(checks.window(trace(os.path.join(self.dir, "w3.json"), lost), 2)[1])
+        ev += [call(3, 95, kernel="k"), kernel(3, 125)]  # launched between two steps
         self.assertFalse(checks.window(trace(os.path.join(self.dir, "w2.json"), ev), 2)[1])
 
     def test_threads_joined_sees_a_wrong_call(self):
