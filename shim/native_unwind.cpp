@@ -37,12 +37,25 @@ struct Seen {
 };
 constexpr uint32_t kSeen = 256;
 
+// The first frames of the thread's recent stacks, each kept by the first
+// frame outside nb's own code (where a hook was called from, at its stack
+// address). Launches of different kernels take turns, so the last stack
+// often differs from this one in its inner frames, while the last stack
+// made from the same call site, at the same depth, is the same: its rules
+// are read in order from here too, rather than each from the table (one
+// line each, in a chain: 46 ns a frame on the H200, docs/performance.md).
+// Any (pc, rule) here is right for that pc, whichever stack put it here,
+// so a slot overwritten in part is only a worse guess.
+constexpr uint32_t kRecent = 32, kRecentFrames = 64;
+
 struct UnwindThread {
   Entry* table;
   uint32_t bits;
   uint32_t used;
   Seen* seen[2];  // the last stack's frames, and room for the next one's
   uint32_t seen_n;
+  Seen* recent;         // kRecent slots of kRecentFrames (see kRecent)
+  uint8_t recent_n[kRecent];
   uint32_t generation;  // g_generation when the rules above were read
   uint32_t stacks;      // taken so far: every kCheckEvery-th asks the loader (check_loader)
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
@@ -68,6 +81,34 @@ unsigned long long g_adds = ~0ull, g_subs = ~0ull;
 // its next capture. An unload is seen at the next rule-cache miss of any
 // thread, and a stack during whose walk one was seen goes to libunwind.
 std::atomic<uint32_t> g_generation{0};
+
+// nb's own code (the module holding this file), whose frames come before
+// the frame that keys a recent stack.
+struct OwnCode {
+  uint64_t lo = 0, hi = 0;
+};
+OwnCode find_own_code() {
+  OwnCode own;
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* data) {
+        const auto here = reinterpret_cast<uint64_t>(&unwind_native);
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          const uint64_t lo = i->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && here >= lo && here < lo + ph.p_memsz) {
+            *static_cast<OwnCode*>(data) = OwnCode{lo, lo + ph.p_memsz};
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &own);
+  return own;
+}
+const OwnCode& own_code() {
+  static const OwnCode own = find_own_code();
+  return own;
+}
 
 // One dl_iterate_phdr pass, allocating nothing under the loader's lock: a
 // first pass (out null) says whether anything changed since the table was
@@ -233,6 +274,9 @@ cfi::Rule rule_for(UnwindThread& t, uint64_t pc) {
   return r;
 }
 
+// The last stack's frames, room for the next one's, and the recent stacks'.
+constexpr size_t kSeenBytes = (2 * kSeen + kRecent * kRecentFrames) * sizeof(Seen);
+
 bool init_thread(UnwindThread& t) {
   if (t.no_stack) return false;
   pthread_attr_t attr;
@@ -245,10 +289,11 @@ bool init_thread(UnwindThread& t) {
   const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0;
   pthread_attr_destroy(&attr);
   t.table = ok ? map_table(kFirstBits) : nullptr;
-  void* seen = mmap(nullptr, 2 * kSeen * sizeof(Seen), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  own_code();
+  void* seen = mmap(nullptr, kSeenBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t.table == nullptr || seen == MAP_FAILED) {
     if (t.table != nullptr) munmap(t.table, sizeof(Entry) << kFirstBits);
-    if (seen != MAP_FAILED) munmap(seen, 2 * kSeen * sizeof(Seen));
+    if (seen != MAP_FAILED) munmap(seen, kSeenBytes);
     t.table = nullptr;
     t.no_stack = true;
     return false;
@@ -256,6 +301,8 @@ bool init_thread(UnwindThread& t) {
   t.seen[0] = static_cast<Seen*>(seen);
   t.seen[1] = t.seen[0] + kSeen;
   t.seen_n = 0;
+  t.recent = t.seen[1] + kSeen;
+  std::fill(t.recent_n, t.recent_n + kRecent, 0);
   t.bits = kFirstBits;
   t.used = 0;
   t.stack_lo = reinterpret_cast<uint64_t>(addr);
@@ -306,26 +353,47 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     std::fill(t.table, t.table + (1u << t.bits), Entry{});  // a module was unloaded: see g_generation
     t.used = 0;
     t.seen_n = 0;
+    std::fill(t.recent_n, t.recent_n + kRecent, 0);
     t.generation = generation;
   }
   bool fp_known = true;
   uint64_t lookup = pc;
   int n = 0;
   const Seen* last = t.seen[0];
+  uint32_t last_n = t.seen_n;
   Seen* next = t.seen[1];
   uint32_t k = 0, next_n = 0;
+  const OwnCode& own = own_code();
+  uint32_t key = kRecent;  // the recent stacks' slot of this one: none yet
+  bool all_from_key = false;  // every frame since the key's read from its slot
   // The slots the walk will read where the last stack's frames were (a
   // return address and a saved rbp below each frame's stack pointer), asked
   // of the cache at once: the walk reads them one after another, each
   // address found from the frame before, and frames the program's own work
   // evicted since would cost a miss each in turn (docs/performance.md, "A
   // stack with cold caches"). A prefetch never faults.
-  for (uint32_t i = 1; i < t.seen_n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(last[i].sp - 16));
+  for (uint32_t i = 1; i < last_n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(last[i].sp - 16));
   while (n < max) {
     // The last stack's frame at this stack address, if it was at this pc.
-    while (k < t.seen_n && last[k].sp < sp) ++k;
-    const cfi::Rule r =
-        k < t.seen_n && last[k].sp == sp && last[k].pc == lookup ? last[k].rule : rule_for(t, lookup);
+    while (k < last_n && last[k].sp < sp) ++k;
+    bool known = k < last_n && last[k].sp == sp && last[k].pc == lookup;
+    if (key == kRecent && (lookup < own.lo || lookup >= own.hi)) {
+      // The first frame outside nb: the stack last made from here, if the
+      // last stack was not.
+      key = static_cast<uint32_t>(((lookup ^ (sp << 16)) * 0x9E3779B97F4A7C15ull) >> 59);
+      static_assert(kRecent == 32, "a 5-bit slot");
+      const Seen* slot = t.recent + key * kRecentFrames;
+      all_from_key = true;
+      if (!known && next_n < t.recent_n[key] && slot[next_n].sp == sp && slot[next_n].pc == lookup) {
+        last = slot;
+        last_n = t.recent_n[key];
+        k = next_n;
+        known = true;
+        for (uint32_t i = k + 1; i < last_n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(last[i].sp - 16));
+      }
+    }
+    all_from_key = all_from_key && known && last == t.recent + key * kRecentFrames;
+    const cfi::Rule r = known ? last[k].rule : rule_for(t, lookup);
     if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
     if (r.kind == cfi::Kind::Unknown) return give_up(kNoRuleNow, lookup);
@@ -386,8 +454,13 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     lookup = ra - 1;  // the call instruction's rules, not the next one's
   }
   if (g_generation.load(std::memory_order_relaxed) != generation) return kStale;
+  if (key != kRecent && !all_from_key) {
+    const uint32_t kept = std::min(next_n, kRecentFrames);
+    std::copy(next, next + kept, t.recent + key * kRecentFrames);
+    t.recent_n[key] = static_cast<uint8_t>(kept);
+  }
+  t.seen[1] = t.seen[0];
   t.seen[0] = next;
-  t.seen[1] = const_cast<Seen*>(last);
   t.seen_n = next_n;
   return n;
 }
@@ -444,7 +517,7 @@ std::string unwind_fallbacks_text() {
 void release_unwind_thread() {
   UnwindThread& t = t_unwind;
   if (t.table != nullptr) munmap(t.table, sizeof(Entry) << t.bits);
-  if (t.seen[0] != nullptr) munmap(std::min(t.seen[0], t.seen[1]), 2 * kSeen * sizeof(Seen));
+  if (t.seen[0] != nullptr) munmap(std::min(t.seen[0], t.seen[1]), kSeenBytes);
   t = UnwindThread{};
 }
 

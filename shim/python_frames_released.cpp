@@ -324,14 +324,17 @@ template <const Layout& l>
   }
 }
 
-// Whether the frame at `f` (the walk's next, in the current stack) is
-// where the last stack had one, with the same code object (by address) at
-// the same instruction. Moves `k` to the last stack's frame at `f` or past
-// it: frames lie at falling addresses, outward.
-[[gnu::always_inline]] inline bool same_place_as_last(const ThreadCache& tc, const ThreadCache::SeenFrame* last,
-                                                      size_t& k, const void* f, const void* code, int addr) {
+// Where the frame at `f` (the walk's next, in the current stack) stands
+// against the last stack's frame at the same address: the same code
+// object (by address; the caller compares versions) at the same
+// instruction, at another, or not the same. Moves `k` to the last stack's
+// frame at `f` or past it: frames lie at falling addresses, outward.
+enum class Place { kNew, kSameCode, kSameInstruction };
+[[gnu::always_inline]] inline Place place_in_last(const ThreadCache& tc, const ThreadCache::SeenFrame* last,
+                                                  size_t& k, const void* f, const void* code, int addr) {
   while (k < tc.seen_n && last[k].frame > f) ++k;
-  return k < tc.seen_n && last[k].frame == f && last[k].code == code && last[k].addr == addr;
+  if (k >= tc.seen_n || last[k].frame != f || last[k].code != code) return Place::kNew;
+  return last[k].addr == addr ? Place::kSameInstruction : Place::kSameCode;
 }
 
 template <const Layout& l>
@@ -386,7 +389,7 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
     const void* back = field<const void*>(f, l.f_back);
     int addr;               // byte offset of the instruction, -1: not started
     uint32_t version = 0;   // the code object's (l.co_version)
-    bool seen = false;      // a frame of the last stack's, as it was then (3.12)
+    Place seen = Place::kNew;  // against the last stack's frames (3.12)
     if constexpr (l.frames == FrameKind::kObject) {
       if (field<const void*>(f, kObType) != a.frame_type || !is_a(code, a.code_type)) break;
       const int lasti = field<int32_t>(f, l.f_instr);
@@ -402,34 +405,37 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
       const char* instr = field<const char*>(f, l.f_instr);
       const ptrdiff_t d = instr - bytecode;
       addr = d >= 0 && d < INT32_MAX ? static_cast<int>(d) : -1;
-      // A frame where the last stack had one, with the same code object at
-      // the same instruction: that code object was checked then, and a
-      // frame that was complete then is now. So of the code object only
-      // the line with its version is read (it tells the object from one
-      // made since at a freed one's address); the type's line and the
-      // first-traceable check's are left to frames not seen before.
-      if constexpr (l.co_version >= 0) seen = same_place_as_last(tc, last, k, f, code, addr);
-      if (seen) {
+      // A frame where the last stack had one, with the same code object:
+      // that code object was checked then, so of it only the line with its
+      // version is read (it tells the object from one made since at a
+      // freed one's address), and its names and line table are the ones
+      // found then. At the same instruction, too, the frame was complete
+      // then, so is now: no first-traceable check, nor line to look up.
+      if constexpr (l.co_version >= 0) seen = place_in_last(tc, last, k, f, code, addr);
+      if (seen != Place::kNew) {
         version = field<uint32_t>(code, l.co_version);
-        seen = version != 0 && version == last[k].version;
+        if (version == 0 || version != last[k].version) seen = Place::kNew;
       }
-      if (!seen) {
+      if (seen == Place::kNew) {
         if (!is_a(code, a.code_type)) break;
         if constexpr (l.co_version >= 0) version = field<uint32_t>(code, l.co_version);
-        // _PyFrame_IsIncomplete: a frame still being set up is not shown.
-        if (owner != kOwnedByGenerator &&
-            instr < bytecode + 2 * int64_t{field<int32_t>(code, l.co_firsttraceable)}) {
-          f = back;
-          continue;
-        }
+      }
+      // _PyFrame_IsIncomplete: a frame still being set up is not shown.
+      if (seen != Place::kSameInstruction && owner != kOwnedByGenerator &&
+          instr < bytecode + 2 * int64_t{field<int32_t>(code, l.co_firsttraceable)}) {
+        f = back;
+        continue;
       }
     }
     const CodeInfo* info = nullptr;
     uint32_t line = 0;
     if constexpr (l.co_version >= 0) {
-      if (seen) {
+      if (seen == Place::kSameInstruction) {
         info = last[k].info;
         line = last[k].line;
+      } else if (seen == Place::kSameCode) {
+        info = last[k].info;  // the same code object: its names and line table
+        line = released_line(tc, *info, addr);
       }
       if (info == nullptr) {
         info = &code_info<l>(a, tc, code);
