@@ -56,6 +56,8 @@ struct UnwindThread {
   uint32_t seen_n;
   Seen* recent;         // kRecent slots of kRecentFrames (see kRecent)
   uint8_t recent_n[kRecent];
+  uint32_t last_key;    // the slot the last stack was kept in (kRecent: none)
+  uint64_t own_lo, own_hi;  // nb's own code (find_own_code)
   uint32_t generation;  // g_generation when the rules above were read
   uint32_t stacks;      // taken so far: every kCheckEvery-th asks the loader (check_loader)
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
@@ -103,10 +105,6 @@ OwnCode find_own_code() {
         return 0;
       },
       &own);
-  return own;
-}
-const OwnCode& own_code() {
-  static const OwnCode own = find_own_code();
   return own;
 }
 
@@ -289,7 +287,7 @@ bool init_thread(UnwindThread& t) {
   const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0;
   pthread_attr_destroy(&attr);
   t.table = ok ? map_table(kFirstBits) : nullptr;
-  own_code();
+  const OwnCode own = find_own_code();
   void* seen = mmap(nullptr, kSeenBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t.table == nullptr || seen == MAP_FAILED) {
     if (t.table != nullptr) munmap(t.table, sizeof(Entry) << kFirstBits);
@@ -303,6 +301,9 @@ bool init_thread(UnwindThread& t) {
   t.seen_n = 0;
   t.recent = t.seen[1] + kSeen;
   std::fill(t.recent_n, t.recent_n + kRecent, 0);
+  t.last_key = kRecent;
+  t.own_lo = own.lo;
+  t.own_hi = own.hi;
   t.bits = kFirstBits;
   t.used = 0;
   t.stack_lo = reinterpret_cast<uint64_t>(addr);
@@ -354,6 +355,7 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     t.used = 0;
     t.seen_n = 0;
     std::fill(t.recent_n, t.recent_n + kRecent, 0);
+    t.last_key = kRecent;
     t.generation = generation;
   }
   bool fp_known = true;
@@ -363,9 +365,10 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
   uint32_t last_n = t.seen_n;
   Seen* next = t.seen[1];
   uint32_t k = 0, next_n = 0;
-  const OwnCode& own = own_code();
   uint32_t key = kRecent;  // the recent stacks' slot of this one: none yet
-  bool all_from_key = false;  // every frame since the key's read from its slot
+  // Every frame since the key's (up to the slot's size) read from frames
+  // the slot holds already: then it need not be written again.
+  bool slot_holds_it = false;
   // The slots the walk will read where the last stack's frames were (a
   // return address and a saved rbp below each frame's stack pointer), asked
   // of the cache at once: the walk reads them one after another, each
@@ -376,23 +379,31 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
   while (n < max) {
     // The last stack's frame at this stack address, if it was at this pc.
     while (k < last_n && last[k].sp < sp) ++k;
+    if (k == last_n && last != t.seen[0]) {
+      // Past the slot's frames: the last stack's again.
+      last = t.seen[0];
+      last_n = t.seen_n;
+      k = 0;
+      while (k < last_n && last[k].sp < sp) ++k;
+    }
     bool known = k < last_n && last[k].sp == sp && last[k].pc == lookup;
-    if (key == kRecent && (lookup < own.lo || lookup >= own.hi)) {
+    if (key == kRecent && (lookup < t.own_lo || lookup >= t.own_hi)) {
       // The first frame outside nb: the stack last made from here, if the
       // last stack was not.
       key = static_cast<uint32_t>(((lookup ^ (sp << 16)) * 0x9E3779B97F4A7C15ull) >> 59);
       static_assert(kRecent == 32, "a 5-bit slot");
       const Seen* slot = t.recent + key * kRecentFrames;
-      all_from_key = true;
+      slot_holds_it = known && key == t.last_key;  // the last stack, kept in this slot
       if (!known && next_n < t.recent_n[key] && slot[next_n].sp == sp && slot[next_n].pc == lookup) {
         last = slot;
         last_n = t.recent_n[key];
         k = next_n;
         known = true;
+        slot_holds_it = true;
         for (uint32_t i = k + 1; i < last_n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(last[i].sp - 16));
       }
     }
-    all_from_key = all_from_key && known && last == t.recent + key * kRecentFrames;
+    if (next_n < kRecentFrames) slot_holds_it = slot_holds_it && known;
     const cfi::Rule r = known ? last[k].rule : rule_for(t, lookup);
     if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
@@ -454,11 +465,12 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     lookup = ra - 1;  // the call instruction's rules, not the next one's
   }
   if (g_generation.load(std::memory_order_relaxed) != generation) return kStale;
-  if (key != kRecent && !all_from_key) {
+  if (key != kRecent && !slot_holds_it) {
     const uint32_t kept = std::min(next_n, kRecentFrames);
     std::copy(next, next + kept, t.recent + key * kRecentFrames);
     t.recent_n[key] = static_cast<uint8_t>(kept);
   }
+  t.last_key = key;
   t.seen[1] = t.seen[0];
   t.seen[0] = next;
   t.seen_n = next_n;

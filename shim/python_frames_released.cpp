@@ -333,7 +333,13 @@ enum class Place { kNew, kSameCode, kSameInstruction };
 [[gnu::always_inline]] inline Place place_in_last(const ThreadCache& tc, const ThreadCache::SeenFrame* last,
                                                   size_t& k, const void* f, const void* code, int addr) {
   while (k < tc.seen_n && last[k].frame > f) ++k;
-  if (k >= tc.seen_n || last[k].frame != f || last[k].code != code) return Place::kNew;
+  // Not a frame whose instruction is out of the bytecode (addr -1: that
+  // of a frame just pushed, too), nor one whose code object got no id (a
+  // first sight may succeed now).
+  if (k >= tc.seen_n || last[k].frame != f || last[k].code != code || addr < 0 ||
+      last[k].info->id == kUnknownPythonCode) {
+    return Place::kNew;
+  }
   return last[k].addr == addr ? Place::kSameInstruction : Place::kSameCode;
 }
 
