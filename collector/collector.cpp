@@ -67,7 +67,10 @@ Collector::Collector(const RecorderSetup& setup, Host& host)
       stacks_(StackOrigins{setup.own_code_begin, setup.own_code_end, setup.python}),
       order_join_(OrderJoin::Config{std::max<uint64_t>(500, 2 * options_.cupti_flush_ms) * 1000000ull}) {
   start_anchor_ = read_anchor();  // again at start(); this one for a recorder never started (tests)
-  base_ns_ = trace_base_ns(start_anchor_.epoch_ns);
+  // A whole second at least 1 s before this anchor: a call hooked just
+  // before the recorder was made (the first CUDA call makes it) must not
+  // get a negative ts when the anchor falls just after a second's turn.
+  base_ns_ = trace_base_ns(start_anchor_.epoch_ns - 1000000000);
   context_.prefix = settings_.prefix;
   context_.pid = settings_.pid;
   context_.program = settings_.program;

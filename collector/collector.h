@@ -192,7 +192,7 @@ class Collector final : public Recorder {
   uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
   std::timed_mutex pass_mu_;    // held by a drain pass; a fork waits for it
   bool pass_locked_for_fork_ = false;
-  uint64_t base_ns_ = 0;        // traces' baseTimeNanoseconds: the second nb began in
+  uint64_t base_ns_ = 0;        // traces' baseTimeNanoseconds: a whole second before nb began
   // Flight recorder (NB_KEEP; collector.cpp, keep_pass).
   void keep_pass(uint64_t now_ns);
   void keep_context(OutputContext& ctx, uint64_t now_ns) const;
