@@ -57,7 +57,7 @@ struct UnwindThread {
   Seen* recent;         // kRecent slots of kRecentFrames (see kRecent)
   uint8_t recent_n[kRecent];
   uint32_t last_key;    // the slot the last stack was kept in (kRecent: none)
-  uint64_t own_lo, own_hi;  // nb's own code (find_own_code)
+  uint64_t own_lo, own_hi;  // nb's own code (own_code_range)
   uint32_t generation;  // g_generation when the rules above were read
   uint32_t stacks;      // taken so far: every kCheckEvery-th asks the loader (check_loader)
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
@@ -83,30 +83,6 @@ unsigned long long g_adds = ~0ull, g_subs = ~0ull;
 // its next capture. An unload is seen at the next rule-cache miss of any
 // thread, and a stack during whose walk one was seen goes to libunwind.
 std::atomic<uint32_t> g_generation{0};
-
-// nb's own code (the module holding this file), whose frames come before
-// the frame that keys a recent stack.
-struct OwnCode {
-  uint64_t lo = 0, hi = 0;
-};
-OwnCode find_own_code() {
-  OwnCode own;
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* data) {
-        const auto here = reinterpret_cast<uint64_t>(&unwind_native);
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          const auto& ph = i->dlpi_phdr[k];
-          const uint64_t lo = i->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && here >= lo && here < lo + ph.p_memsz) {
-            *static_cast<OwnCode*>(data) = OwnCode{lo, lo + ph.p_memsz};
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &own);
-  return own;
-}
 
 // One dl_iterate_phdr pass, allocating nothing under the loader's lock: a
 // first pass (out null) says whether anything changed since the table was
@@ -287,7 +263,8 @@ bool init_thread(UnwindThread& t) {
   const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0;
   pthread_attr_destroy(&attr);
   t.table = ok ? map_table(kFirstBits) : nullptr;
-  const OwnCode own = find_own_code();
+  uint64_t own_lo = 0, own_hi = 0;
+  own_code_range(own_lo, own_hi);
   void* seen = mmap(nullptr, kSeenBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t.table == nullptr || seen == MAP_FAILED) {
     if (t.table != nullptr) munmap(t.table, sizeof(Entry) << kFirstBits);
@@ -302,8 +279,8 @@ bool init_thread(UnwindThread& t) {
   t.recent = t.seen[1] + kSeen;
   std::fill(t.recent_n, t.recent_n + kRecent, 0);
   t.last_key = kRecent;
-  t.own_lo = own.lo;
-  t.own_hi = own.hi;
+  t.own_lo = own_lo;
+  t.own_hi = own_hi;
   t.bits = kFirstBits;
   t.used = 0;
   t.stack_lo = reinterpret_cast<uint64_t>(addr);
@@ -524,6 +501,30 @@ std::string unwind_fallbacks_text() {
     }
   }
   return out;
+}
+
+bool own_code_range(uint64_t& begin, uint64_t& end) {
+  struct Range {
+    uint64_t here, begin = 0, end = 0;
+  } range{reinterpret_cast<uint64_t>(&unwind_native)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* data) {
+        auto* r = static_cast<Range*>(data);
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          const uint64_t lo = i->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && r->here >= lo && r->here < lo + ph.p_memsz) {
+            r->begin = lo;
+            r->end = lo + ph.p_memsz;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &range);
+  begin = range.begin;
+  end = range.end;
+  return end > begin;
 }
 
 void release_unwind_thread() {

@@ -38,4 +38,9 @@ std::string unwind_fallbacks_text();
 // At the end of a thread that took stacks: frees its rule cache.
 void release_unwind_thread();
 
+// [begin, end) of the code of the module holding nb's unwinder (the
+// shim): the collector cuts its frames off the top of each stack, and the
+// unwinder keys recent stacks by the first frame outside it.
+bool own_code_range(uint64_t& begin, uint64_t& end);
+
 }  // namespace nb::shim

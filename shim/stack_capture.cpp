@@ -6,7 +6,6 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
-#include <link.h>
 
 #include "shim/native_unwind.h"
 #include "shim/python_frames.h"
@@ -98,34 +97,6 @@ void capture_stack(ThreadState& t, Record* r) {
          (by_libunwind ? stack_header::kByLibunwind : 0);
   ring.commit(pos + 1 + native + python);
   r->stack = static_cast<uint32_t>(pos) + 1;
-}
-
-bool own_code_range(uint64_t& begin, uint64_t& end) {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&capture_stack), &info) == 0 || info.dli_fbase == nullptr) return false;
-  struct Range {
-    const void* base;
-    uint64_t begin = 0, end = 0;
-  } range{info.dli_fbase};
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* data) {
-        auto* r = static_cast<Range*>(data);
-        // The shim is a shared object: its load base is dlpi_addr.
-        if (reinterpret_cast<const void*>(i->dlpi_addr) != r->base) return 0;
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          const auto& ph = i->dlpi_phdr[k];
-          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-            r->begin = i->dlpi_addr + ph.p_vaddr;
-            r->end = r->begin + ph.p_memsz;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &range);
-  begin = range.begin;
-  end = range.end;
-  return end > begin;
 }
 
 }  // namespace nb::shim

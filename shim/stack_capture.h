@@ -23,8 +23,4 @@ void capture_stack(ThreadState& t, Record* r);
 
 inline bool wants_stack(Kind k) { return (g_stack_kinds >> static_cast<unsigned>(k)) & 1u; }
 
-// [begin, end) of the shim's own code, so the collector can cut the shim's
-// frames off the top of each stack.
-bool own_code_range(uint64_t& begin, uint64_t& end);
-
 }  // namespace nb::shim
