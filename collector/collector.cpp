@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/demangle.h"
+#include "core/lock_within.h"
 #include "collector/devices.h"
 #include "collector/output.h"
 #include "collector/output_files.h"
@@ -165,7 +166,7 @@ void Collector::hand_over_device() {
 }
 
 void Collector::before_fork() {
-  pass_locked_for_fork_ = pass_mu_.try_lock_for(std::chrono::seconds(2));
+  pass_locked_for_fork_ = lock_within(pass_mu_, std::chrono::seconds(2));
   writer_.hold_for_fork();
 }
 
@@ -479,7 +480,7 @@ void Collector::run() {
     size_t n = 0;
     frames_drained_ = 0;
     try {
-      std::lock_guard<std::timed_mutex> pass(pass_mu_);
+      std::lock_guard<std::mutex> pass(pass_mu_);
       n = drain_once();
     } catch (...) {
       // Out of memory while storing records: what was being consumed is

@@ -190,7 +190,7 @@ class Collector final : public Recorder {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t failed_passes_ = 0;  // drain passes that ran out of memory
-  std::timed_mutex pass_mu_;    // held by a drain pass; a fork waits for it
+  std::mutex pass_mu_;          // held by a drain pass; a fork waits for it
   bool pass_locked_for_fork_ = false;
   uint64_t base_ns_ = 0;        // traces' baseTimeNanoseconds: a whole second before nb began
   // Flight recorder (NB_KEEP; collector.cpp, keep_pass).

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "core/lock_within.h"
+
 namespace nb {
 
 namespace {
@@ -219,11 +221,7 @@ void Deflaters::run(Stream& stream) {
 }
 
 void Deflaters::hold_for_fork() {
-  held_for_fork_ = false;
-  for (int i = 0; i < 2000 && !held_for_fork_; ++i) {
-    held_for_fork_ = mu_.try_lock();
-    if (!held_for_fork_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  held_for_fork_ = lock_within(mu_, std::chrono::seconds(2));
 }
 
 void Deflaters::release_after_fork() {

@@ -16,6 +16,7 @@
 
 #include "collector/deflaters.h"
 #include "collector/output_files.h"
+#include "core/lock_within.h"
 
 namespace nb {
 
@@ -327,13 +328,9 @@ bool TraceWriter::reuse(std::string& text) {
 }
 
 void TraceWriter::hold_for_fork() {
-  // mu_ first (never held with work_mu_ by the thread), a few tries.
-  held_for_fork_ = false;
-  for (int i = 0; i < 2000 && !held_for_fork_; ++i) {
-    held_for_fork_ = mu_.try_lock();
-    if (!held_for_fork_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  work_held_for_fork_ = work_mu_.try_lock_for(std::chrono::seconds(2));
+  // mu_ first: the thread never holds it with work_mu_.
+  held_for_fork_ = lock_within(mu_, std::chrono::seconds(2));
+  work_held_for_fork_ = lock_within(work_mu_, std::chrono::seconds(2));
   deflaters_.hold_for_fork();
 }
 
@@ -354,7 +351,7 @@ void TraceWriter::run() {
     lock.unlock();
     const size_t in_memory = job.text.size();
     {
-      std::lock_guard<std::timed_mutex> busy(work_mu_);
+      std::lock_guard<std::mutex> busy(work_mu_);
       try {
         work(job);
       } catch (...) {

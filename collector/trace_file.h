@@ -92,7 +92,7 @@ class TraceWriter {
   // them (a tenth of the collector's weight when both want the same core).
   static constexpr int kNice = 10;
   size_t memory_limit_;
-  std::timed_mutex work_mu_;  // held while a job is worked on (and freed)
+  std::mutex work_mu_;        // held while a job is worked on (and freed)
   bool held_for_fork_ = false, work_held_for_fork_ = false;
   std::mutex mu_;
   std::condition_variable cv_;       // the thread waits for jobs

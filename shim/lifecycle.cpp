@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/clock.h"
+#include "core/lock_within.h"
 #include "core/log.h"
 #include "core/own_fork.h"
 #include "core/recorder.h"
@@ -40,8 +41,8 @@ std::mutex g_arm_mu;  // constant-initialized
 
 // Made on first use, never destroyed: a hook can start nb from another
 // library's constructor, before this file's constructors have run.
-std::timed_mutex& start_mu() {
-  static auto* m = new std::timed_mutex;
+std::mutex& start_mu() {
+  static auto* m = new std::mutex;
   return *m;
 }
 
@@ -107,11 +108,11 @@ Start start_recorder() {
   // be blocked on the loader lock (dlopen of CUPTI) that this thread holds
   // (a library constructor making a CUDA call inside dlopen). After the
   // timeout the call passes through and is counted as dropped.
-  std::unique_lock<std::timed_mutex> lock(start_mu(), std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(3))) {
+  if (!lock_within(start_mu(), std::chrono::seconds(3))) {
     g_control.lost_at_start.fetch_add(1, std::memory_order_relaxed);
     return Start::Lost;
   }
+  std::unique_lock<std::mutex> lock(start_mu(), std::adopt_lock);
   const int s = g_state.load(std::memory_order_acquire);
   if (s == static_cast<int>(State::Running)) return Start::Running;
   if (s != static_cast<int>(State::Ready)) return Start::Off;

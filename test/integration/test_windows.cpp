@@ -145,7 +145,7 @@ TEST_CASE("windows: profiler-api records from cudaProfilerStart to cudaProfilerS
 
 TEST_CASE("windows: time marker cuts steps by the clock", "[integration][windows]") {
   nbtest::TempDir dir;
-  const Run r = run_steps(dir, {"40", "sleep_us=10000"}, {{"NB_STEP", "time:100ms"}, {"NB_WAIT", "1"}, {"NB_ACTIVE", "2"}});
+  const Run r = run_steps(dir, {"60", "sleep_us=10000"}, {{"NB_STEP", "time:100ms"}, {"NB_WAIT", "1"}, {"NB_ACTIVE", "2"}});
   INFO(r.run.err);
   REQUIRE(r.windows.size() == 1);
   const Window& w = r.windows.at(1);
