@@ -203,6 +203,14 @@ class HostScenariosTest(unittest.TestCase):
         out, _ = self.run_ok("stack-cold", "--no-torch", "--kib", "0")
         self.assertIn("cold 0 KiB", out)
 
+    def test_stack_sites(self):
+        shim = os.path.join(os.environ["NB_BUILD"], "shim", "libnb_shim.so")
+        out, _ = self.run_ok("stack-sites", "--pairs", "1", "--rounds", "40", "--base-shim", shim)
+        self.assertRegex(out, r"\| native us per stack \(mean\) \| [0-9.]+ \| [0-9.]+ \|")
+        self.assertRegex(out, r"\| page faults on the launching thread \| [0-9.]+ \| [0-9.]+ \|")
+        out, _ = self.run_ok("stack-sites", "--probe", "--pairs", "1", "--rounds", "40")
+        self.assertRegex(out, r"unwind ns per capture: median [0-9]+, mean [0-9]+ .*, [0-9]+ frames")
+
     def test_long_run(self):
         out, folder = self.run_ok("long-run", "--iterations", "1000", "--sample-ms", "20")
         self.assertIn("calls in nbTable against nb-demo's: cuLaunchKernel 2000 of 2000 exact, "

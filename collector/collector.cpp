@@ -239,6 +239,7 @@ size_t Collector::drain_rings() {
     n += got;
     frames_drained_ += slot.frames.released() - frames_before;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
+    else registry_.keep_ahead(slot);
   });
   take_drop_counts();
   return n;

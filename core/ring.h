@@ -66,6 +66,8 @@ class Ring {
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint32_t capacity() const { return mask_ + 1; }
+  // Consumer: records drained so far.
+  uint64_t released() const { return tail_.load(std::memory_order_relaxed); }
   bool empty() const {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
   }

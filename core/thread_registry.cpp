@@ -3,10 +3,45 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
 namespace nb {
+
+namespace {
+
+// A slot's mapping: its header's page, then the records, then the frames.
+constexpr size_t kHeaderBytes = 4096;
+constexpr uintptr_t kPage = 4096;
+
+// Off for the process once the kernel says it has no MADV_POPULATE_WRITE.
+std::atomic<bool> g_populate{true};
+
+// Makes the pages of [from, to) resident and writable, as a write would,
+// without writing: the owner may be writing there already. In pieces of
+// 64 KiB, so that the address space's lock is never held long (a program's
+// mmap waits for it). False when it could not be done.
+bool make_resident(uintptr_t from, uintptr_t to) {
+  constexpr uintptr_t kPiece = 64 * 1024;
+  const uintptr_t end = (to + kPage - 1) & ~(kPage - 1);
+  for (uintptr_t at = from & ~(kPage - 1); at < end; at += kPiece) {
+    if (madvise(reinterpret_cast<void*>(at), std::min(kPiece, end - at), MADV_POPULATE_WRITE) != 0) {
+      if (errno == EINVAL) g_populate.store(false, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
   ThreadSlot* slot = nullptr;
@@ -22,21 +57,24 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
   }
   if (slot == nullptr) {
     // One anonymous mapping for the slot header and its records: pages are
-    // only touched as the ring fills, and it never goes through malloc, which
-    // the host program (or another preloaded tool) may have replaced.
+    // only made resident as the rings fill (by their writer, or by the
+    // collector just ahead of it: keep_ahead), and it never goes through
+    // malloc, which the host program (or another preloaded tool) may have
+    // replaced.
     const size_t record_bytes = sizeof(Record) * capacity_;
-    const size_t bytes = 4096 + record_bytes + sizeof(uint64_t) * frame_capacity_;
+    const size_t bytes = kHeaderBytes + record_bytes + sizeof(uint64_t) * frame_capacity_;
     void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
       failed_.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-    auto* records = reinterpret_cast<Record*>(static_cast<char*>(mem) + 4096);
+    auto* records = reinterpret_cast<Record*>(static_cast<char*>(mem) + kHeaderBytes);
     slot = new (mem) ThreadSlot(records, capacity_);
     if (frame_capacity_) {
-      slot->frames.init(reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + 4096 + record_bytes), frame_capacity_);
+      slot->frames.init(reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + kHeaderBytes + record_bytes),
+                        frame_capacity_);
     }
-    static_assert(sizeof(ThreadSlot) <= 4096, "slot header fits its page");
+    static_assert(sizeof(ThreadSlot) <= kHeaderBytes, "slot header fits its page");
     ThreadSlot* head = head_.load(std::memory_order_relaxed);
     do {
       slot->next = head;
@@ -49,6 +87,36 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
   prctl(PR_GET_NAME, slot->name, 0, 0, 0);
   slot->name[sizeof slot->name - 1] = 0;
   return slot;
+}
+
+void ThreadRegistry::keep_ahead(ThreadSlot& s) {
+  if (!g_populate.load(std::memory_order_relaxed)) return;
+  // Ahead of where the writer is (what the collector drained: all it had
+  // written at the drain): twice what it wrote since the last look, at
+  // least 64 KiB, at most a quarter of the ring. A thread that makes few
+  // calls keeps few pages more than it uses; a fast one finds its next
+  // pages ready.
+  constexpr uint64_t kLeast = 64 * 1024;
+  char* const base = reinterpret_cast<char*>(&s) + kHeaderBytes;
+  const uint64_t record_bytes = uint64_t{sizeof(Record)} * capacity_;
+  const struct {
+    char* start;
+    uint64_t bytes, pos;
+  } regions[2] = {{base, record_bytes, s.ring.released() * sizeof(Record)},
+                  {base + record_bytes, uint64_t{sizeof(uint64_t)} * frame_capacity_, s.frames.released() * 8}};
+  for (int i = 0; i < 2; ++i) {
+    const auto& r = regions[i];
+    ThreadSlot::Ahead& a = s.ahead[i];
+    if (a.resident >= r.bytes) continue;  // all of it (or nothing to do: no frames)
+    const uint64_t wrote = r.pos - a.last_pos;
+    a.last_pos = r.pos;
+    const uint64_t want = std::min(r.bytes, r.pos + std::min(r.bytes / 4, 2 * wrote + kLeast));
+    if (want <= a.resident) continue;
+    // Failed (no memory): the owner's own writes fault the pages in, as
+    // they would without this; no more tries for this ring.
+    const auto start = reinterpret_cast<uintptr_t>(r.start);
+    a.resident = make_resident(start + a.resident, start + want) ? want : r.bytes;
+  }
 }
 
 }  // namespace nb

@@ -37,6 +37,12 @@ struct ThreadSlot {
   uint32_t index = 0;     // process-unique per owner; high half of record ids
   char name[16] = {};     // thread name when the owner registered
   ThreadSlot* next = nullptr;
+  // The collector's only (ThreadRegistry::keep_ahead): for the records and
+  // the frames, bytes made resident from the start of each, and where the
+  // writer was at the last look.
+  struct Ahead {
+    uint64_t resident = 0, last_pos = 0;
+  } ahead[2];
 };
 
 class ThreadRegistry {
@@ -57,6 +63,12 @@ class ThreadRegistry {
   void for_each(F&& f) {
     for (ThreadSlot* s = head_.load(std::memory_order_acquire); s; s = s->next) f(*s);
   }
+  // Collector side, after draining `s`: the pages its owner will write next
+  // made resident now, on the collector's thread, so that the owner does
+  // not take a page fault every 32 records or 4 KiB of stacks while its
+  // rings fill for the first time (some 13 us each on the 2-core CI kind,
+  // inside a CUDA call: docs/performance.md, "Page faults").
+  void keep_ahead(ThreadSlot& s);
   // Collector side: after draining an exited slot, make it reusable.
   static void recycle_if_exited(ThreadSlot& s) {
     int expected = ThreadSlot::kExited;

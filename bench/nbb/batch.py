@@ -17,7 +17,8 @@ from .run import GPU_PROGRAMS, ROOT, WORKLOADS
 # have are skipped (a build without tests has no fakes).
 CARRIED = ["shim/libnb_shim.so", "shim/nb-libs", "collector/nb-options", "scripts/nbprof", "scripts/nb-demo",
            "scripts/nb-stats",
-           "bench/nb-bench-launch", "bench/nb-bench-clock", "bench/nb-bench-order-join", "test/fake_cuda",
+           "bench/nb-bench-launch", "bench/nb-bench-stack-sites", "bench/nb-bench-clock", "bench/nb-bench-order-join",
+           "test/fake_cuda",
            "test/programs/libpy_frames_probe.so"]
 
 # The batch: (scenario, its options, estimated seconds on the H200) by part.

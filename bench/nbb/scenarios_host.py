@@ -60,6 +60,84 @@ def launch_cost(ctx, a):
                     f"**{r['median_s'] - r['base_median_s']:.1f}** |")
 
 
+def stack_footer(table_path):
+    """(native us, Python us, median us) per stack from a table's 'Stacks
+    taken' footer line; None without one."""
+    for line in footer_lines(table_path):
+        if line.startswith("Stacks taken") and " us native and " in line:
+            measured = line.split("(measured): ", 1)[1]
+            native = float(measured.split(" us native", 1)[0])
+            python = float(measured.split(" us native and ", 1)[1].split(" us Python", 1)[0])
+            median = float(line.split("half took under ", 1)[1].split(" us", 1)[0])
+            return native, python, median
+    return None
+
+
+@scenario("stack-sites", gpu=False,
+          backs="performance.md: a stack's cost with launches from many call sites in turn; the launching "
+                "thread's page faults",
+          options=[option("--pairs", type=int, default=7, help="alternating runs of each side"),
+                   option("--rounds", type=int, default=400, help="rounds of launches, one from each site"),
+                   option("--sites", type=int, default=24, help="call sites (at most 48)"),
+                   option("--evict-kib", type=int, default=0, help="KiB touched before each launch"),
+                   option("--base-shim", help="the other side runs under this shim (else only the shim)"),
+                   option("--probe", action="store_true",
+                          help="no shim: time nb's unwinder itself (the build's probe library), every capture")])
+def stack_sites(ctx, a):
+    """nb-bench-stack-sites under the shim (NB_STACKS=all, NB_DEVICE=0):
+    ROUNDS x SITES launches, each from its own chain of 10-14 functions on
+    40 shared outer frames, the sites in turn. From nb's footer: native us
+    per stack (the mean of the timed stacks, as nb reports it) and the
+    median stack; from the program: the launching thread's page faults
+    during the loop. With --base-shim, that shim in alternating runs. With
+    --probe, each site calls nb's unwinder (the probe library's copy) and
+    the program times every capture: medians of the median and mean ns."""
+    b = ctx.build
+    if a.probe:
+        ctx.section(f"nb's unwinder alone, {a.pairs} runs, {a.rounds} rounds x {a.sites} sites, "
+                    f"{a.evict_kib} KiB touched between")
+        got = {}
+        for i in range(a.pairs):
+            out = ctx.run([b.bench("nb-bench-stack-sites"), a.rounds, a.sites, a.evict_kib, 40, b.probe_lib],
+                          log="sites")
+            for key in ("median", "mean", "frames"):
+                got.setdefault(key, []).append(out.value(key))
+        if not ctx.dry:
+            ctx.say(f"unwind ns per capture: median {statistics.median(got['median']):.0f}, "
+                    f"mean {statistics.median(got['mean']):.0f} (medians of {a.pairs} runs), "
+                    f"{statistics.median(got['frames']):.0f} frames")
+        return
+    sides = ["base", "shim"] if a.base_shim else ["shim"]
+    results = {}  # metric -> side -> values
+    ctx.section(f"{a.pairs} runs each, {a.rounds} rounds x {a.sites} sites, {a.evict_kib} KiB touched between"
+                f"{', against ' + a.base_shim if a.base_shim else ''}")
+    for i in range(a.pairs):
+        for side in abba(i, sides):
+            shim = b.shim if side == "shim" else os.path.abspath(a.base_shim)
+            tag = f"{side}-{i}"
+            env = {"LD_LIBRARY_PATH": b.fake_dir, "LD_PRELOAD": shim, "NB_OUT": ctx.path(tag), "NB_PRINT_TABLE": "0",
+                   "NB_LOG": "error", "NB_DEVICE": "0", "NB_STACKS": "all"}
+            out = ctx.run([b.bench("nb-bench-stack-sites"), a.rounds, a.sites, a.evict_kib], env=env, log="sites")
+            if ctx.dry:
+                continue
+            costs = stack_footer(ctx.path(tag + ".table.txt"))
+            if costs is None:
+                raise SystemExit(f"stack-sites: no stack footer in {ctx.path(tag + '.table.txt')}")
+            lost = dropped(ctx.path(tag + ".table.txt"))
+            if lost:
+                raise SystemExit(f"stack-sites: {lost} records dropped in {tag}: the figure would flatter nb")
+            faults = out.value("thread", cast=int)
+            for metric, v in (("native us per stack (mean)", costs[0]), ("median stack us", costs[2]),
+                              ("page faults on the launching thread", faults)):
+                results.setdefault(metric, {}).setdefault(side, []).append(v)
+    if ctx.dry:
+        return
+    ctx.say("| metric | " + " | ".join(f"{s} (median of {a.pairs} runs)" for s in sides) + " |")
+    ctx.say("| --- |" + " --- |" * len(sides))
+    for metric, by_side in results.items():
+        ctx.say(f"| {metric} | " + " | ".join(f"{statistics.median(by_side[s]):.2f}" for s in sides) + " |")
+
+
 @scenario("clock", gpu=False, backs="performance.md: what a timestamp costs (CLOCK_MONOTONIC vs TSC)")
 def clock(ctx, a):
     """What reading a clock costs on this machine: CLOCK_MONOTONIC(_RAW)

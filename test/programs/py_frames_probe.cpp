@@ -211,6 +211,13 @@ __attribute__((visibility("default"), noinline)) int nb_probe_unwind_compare(int
   return n == k ? 0 : std::min(n, k) + 1;
 }
 
+// nb's unwinder from the caller's frame (this one is the probe's own code,
+// as a hook is the shim's): bench/workloads/stack_sites.cpp times it from
+// call sites of its own.
+__attribute__((visibility("default"), noinline)) int nb_probe_unwind_native(uint64_t* out, int max) {
+  return nb::shim::unwind_native(out, max);
+}
+
 // nb_probe_bench_unwind for nb's own unwinder; -1 if it gave any stack up.
 __attribute__((visibility("default"))) double nb_probe_bench_nbunwind(int iters, int depth, int evict_kib,
                                                                        int* frames_out) {

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+
 #include <atomic>
+#include <cerrno>
 #include <thread>
 #include <vector>
 
@@ -167,4 +170,73 @@ TEST_CASE("calls whose record a full ring dropped are counted per API, with thei
   CHECK(lost.calls[nb::kApi_cuMemAlloc_v2].load() == 2);
   CHECK(lost.errors[nb::kApi_cuMemAlloc_v2].load() == 1);
   CHECK(lost.changes.load() == 3);
+}
+
+namespace {
+
+// Pages of [p, p + bytes) resident now (mincore).
+size_t resident_pages(const void* p, size_t bytes) {
+  std::vector<unsigned char> v((bytes + 4095) / 4096);
+  if (mincore(const_cast<void*>(p), bytes, v.data()) != 0) return SIZE_MAX;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+bool kernel_populates() {
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const bool ok = madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0 || errno != EINVAL;
+  munmap(p, 4096);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("registry: the collector makes a ring's next pages resident, ahead of its writer", "[ring]") {
+  if (!kernel_populates()) {
+    WARN("skipped: this kernel has no MADV_POPULATE_WRITE (Linux 5.14), so nb leaves the pages to the writer");
+    return;
+  }
+  constexpr uint32_t kRecords = 16384, kFrames = 1u << 19;
+  nb::ThreadRegistry reg(kRecords, kFrames);
+  nb::ThreadSlot* s = reg.acquire(7);
+  REQUIRE(s != nullptr);
+  const char* records = reinterpret_cast<const char*>(s) + 4096;
+  const char* frames = records + sizeof(Record) * kRecords;
+  const size_t record_bytes = sizeof(Record) * kRecords, frame_bytes = 8ull * kFrames;
+  CHECK(resident_pages(records, record_bytes) == 0);  // the writer has written nothing
+
+  // Nothing written yet: 64 KiB of each ring.
+  reg.keep_ahead(*s);
+  CHECK(resident_pages(records, 64 * 1024) == 16);
+  CHECK(resident_pages(records, record_bytes) == 16);
+  CHECK(resident_pages(frames, frame_bytes) == 16);
+
+  // 1,000 records written and drained: twice that again plus 64 KiB ahead
+  // of the writer (128,000 + 256,000 + 65,536 bytes: 110 pages).
+  for (int i = 0; i < 1000; ++i) {
+    REQUIRE(s->ring.reserve() != nullptr);
+    s->ring.publish();
+  }
+  s->ring.drain([](const Record&) {});
+  reg.keep_ahead(*s);
+  CHECK(resident_pages(records, record_bytes) == 110);
+  CHECK(resident_pages(frames, frame_bytes) == 16);  // no stacks written
+
+  // Never more than a quarter of the ring ahead, and the whole ring once
+  // the writer went round it.
+  for (int i = 0; i < 8000; ++i) {
+    REQUIRE(s->ring.reserve() != nullptr);
+    s->ring.publish();
+  }
+  s->ring.drain([](const Record&) {});
+  reg.keep_ahead(*s);
+  CHECK(resident_pages(records, record_bytes) == (9000 * sizeof(Record) + record_bytes / 4 + 4095) / 4096);
+  for (int i = 0; i < 8000; ++i) {
+    REQUIRE(s->ring.reserve() != nullptr);
+    s->ring.publish();
+  }
+  s->ring.drain([](const Record&) {});
+  reg.keep_ahead(*s);
+  CHECK(resident_pages(records, record_bytes) == record_bytes / 4096);
 }
