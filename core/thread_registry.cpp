@@ -93,10 +93,10 @@ void ThreadRegistry::keep_ahead(ThreadSlot& s) {
   if (!g_populate.load(std::memory_order_relaxed)) return;
   // Ahead of where the writer is (what the collector drained: all it had
   // written at the drain): twice what it wrote since the last look, at
-  // least 64 KiB, at most a quarter of the ring. A thread that makes few
-  // calls keeps few pages more than it uses; a fast one finds its next
-  // pages ready.
-  constexpr uint64_t kLeast = 64 * 1024;
+  // least 16 KiB, at most a quarter of the ring. A thread that makes few
+  // calls keeps few pages more than it uses (32 KiB for both rings); a
+  // fast one finds its next pages ready.
+  constexpr uint64_t kLeast = 16 * 1024;
   char* const base = reinterpret_cast<char*>(&s) + kHeaderBytes;
   const uint64_t record_bytes = uint64_t{sizeof(Record)} * capacity_;
   const struct {

@@ -206,22 +206,22 @@ TEST_CASE("registry: the collector makes a ring's next pages resident, ahead of 
   const size_t record_bytes = sizeof(Record) * kRecords, frame_bytes = 8ull * kFrames;
   CHECK(resident_pages(records, record_bytes) == 0);  // the writer has written nothing
 
-  // Nothing written yet: 64 KiB of each ring.
+  // Nothing written yet: 16 KiB of each ring.
   reg.keep_ahead(*s);
-  CHECK(resident_pages(records, 64 * 1024) == 16);
-  CHECK(resident_pages(records, record_bytes) == 16);
-  CHECK(resident_pages(frames, frame_bytes) == 16);
+  CHECK(resident_pages(records, 16 * 1024) == 4);
+  CHECK(resident_pages(records, record_bytes) == 4);
+  CHECK(resident_pages(frames, frame_bytes) == 4);
 
-  // 1,000 records written and drained: twice that again plus 64 KiB ahead
-  // of the writer (128,000 + 256,000 + 65,536 bytes: 110 pages).
+  // 1,000 records written and drained: twice that again plus 16 KiB ahead
+  // of the writer (128,000 + 256,000 + 16,384 bytes: 98 pages).
   for (int i = 0; i < 1000; ++i) {
     REQUIRE(s->ring.reserve() != nullptr);
     s->ring.publish();
   }
   s->ring.drain([](const Record&) {});
   reg.keep_ahead(*s);
-  CHECK(resident_pages(records, record_bytes) == 110);
-  CHECK(resident_pages(frames, frame_bytes) == 16);  // no stacks written
+  CHECK(resident_pages(records, record_bytes) == 98);
+  CHECK(resident_pages(frames, frame_bytes) == 4);  // no stacks written
 
   // Never more than a quarter of the ring ahead, and the whole ring once
   // the writer went round it.
