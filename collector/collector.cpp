@@ -239,7 +239,6 @@ size_t Collector::drain_rings() {
     n += got;
     frames_drained_ += slot.frames.released() - frames_before;
     if (exited) ThreadRegistry::recycle_if_exited(slot);
-    else registry_.keep_ahead(slot);
   });
   take_drop_counts();
   return n;
@@ -473,6 +472,17 @@ uint64_t Collector::dropped() const {
   return d;
 }
 
+void Collector::keep_rings_ahead() {
+  // After every ring was drained, so that no ring waits for another's
+  // pages; at most 1 MiB a pass (a few ms at worst), the rest next pass.
+  uint64_t budget = 1 << 20;
+  registry_.for_each([&](ThreadSlot& slot) {
+    if (budget != 0 && slot.state.load(std::memory_order_relaxed) == ThreadSlot::kOwned) {
+      registry_.keep_ahead(slot, budget);
+    }
+  });
+}
+
 void Collector::run() {
   pthread_setname_np(pthread_self(), "nb-collector");
   std::unique_lock<std::mutex> lock(mu_);
@@ -483,6 +493,7 @@ void Collector::run() {
     try {
       std::lock_guard<std::mutex> pass(pass_mu_);
       n = drain_once();
+      keep_rings_ahead();
     } catch (...) {
       // Out of memory while storing records: what was being consumed is
       // lost; count the pass as a failure and keep draining (rings must

@@ -54,6 +54,7 @@ class Collector final : public Recorder {
  private:
   void run();
   size_t drain_rings();  // every thread's ring, records routed
+  void keep_rings_ahead();  // each owned ring's next pages made resident (the collector thread's passes)
   // CUPTI's records so far. NoWait: a window's deadline (the order join
   // stops waiting for missing ids); Final: the last take (after the device
   // was synchronized and CUPTI flushed), nothing waits any longer.

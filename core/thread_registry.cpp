@@ -4,7 +4,6 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -22,21 +21,27 @@ namespace {
 constexpr size_t kHeaderBytes = 4096;
 constexpr uintptr_t kPage = 4096;
 
-// Off for the process once the kernel says it has no MADV_POPULATE_WRITE.
-std::atomic<bool> g_populate{true};
+// Whether the kernel has MADV_POPULATE_WRITE (Linux 5.14), asked once with
+// a page of our own: EINVAL from it means no, and from then on EINVAL could
+// only be an argument of ours.
+bool kernel_populates() {
+  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  const bool ok = madvise(p, kPage, MADV_POPULATE_WRITE) == 0;
+  munmap(p, kPage);
+  return ok;
+}
 
 // Makes the pages of [from, to) resident and writable, as a write would,
 // without writing: the owner may be writing there already. In pieces of
-// 64 KiB, so that the address space's lock is never held long (a program's
-// mmap waits for it). False when it could not be done.
+// 16 KiB: the call holds the address space's lock for reading, and a
+// program thread's mmap or munmap waits for it, so never for long. False
+// when it could not be done (no memory, a fatal signal pending).
 bool make_resident(uintptr_t from, uintptr_t to) {
-  constexpr uintptr_t kPiece = 64 * 1024;
+  constexpr uintptr_t kPiece = 16 * 1024;
   const uintptr_t end = (to + kPage - 1) & ~(kPage - 1);
   for (uintptr_t at = from & ~(kPage - 1); at < end; at += kPiece) {
-    if (madvise(reinterpret_cast<void*>(at), std::min(kPiece, end - at), MADV_POPULATE_WRITE) != 0) {
-      if (errno == EINVAL) g_populate.store(false, std::memory_order_relaxed);
-      return false;
-    }
+    if (madvise(reinterpret_cast<void*>(at), std::min(kPiece, end - at), MADV_POPULATE_WRITE) != 0) return false;
   }
   return true;
 }
@@ -89,13 +94,16 @@ ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
   return slot;
 }
 
-void ThreadRegistry::keep_ahead(ThreadSlot& s) {
-  if (!g_populate.load(std::memory_order_relaxed)) return;
+void ThreadRegistry::keep_ahead(ThreadSlot& s, uint64_t& budget) {
+  static const bool populates = kernel_populates();  // the collector's thread only
+  if (!populates) return;
   // Ahead of where the writer is (what the collector drained: all it had
   // written at the drain): twice what it wrote since the last look, at
   // least 16 KiB, at most a quarter of the ring. A thread that makes few
-  // calls keeps few pages more than it uses (32 KiB for both rings); a
-  // fast one finds its next pages ready.
+  // calls keeps few pages more than it uses (32 KiB for both rings; with
+  // transparent huge pages "always", 2 MiB may come at once, as they would
+  // with the writer's own first write); a fast one finds its next pages
+  // ready.
   constexpr uint64_t kLeast = 16 * 1024;
   char* const base = reinterpret_cast<char*>(&s) + kHeaderBytes;
   const uint64_t record_bytes = uint64_t{sizeof(Record)} * capacity_;
@@ -109,11 +117,16 @@ void ThreadRegistry::keep_ahead(ThreadSlot& s) {
     ThreadSlot::Ahead& a = s.ahead[i];
     if (a.resident >= r.bytes) continue;  // all of it (or nothing to do: no frames)
     const uint64_t wrote = r.pos - a.last_pos;
-    a.last_pos = r.pos;
-    const uint64_t want = std::min(r.bytes, r.pos + std::min(r.bytes / 4, 2 * wrote + kLeast));
+    uint64_t want = std::min(r.bytes, r.pos + std::min(r.bytes / 4, 2 * wrote + kLeast));
+    if (want > a.resident && want - a.resident > budget) {
+      want = a.resident + budget;  // the rest at the next pass, from the same last look
+    } else {
+      a.last_pos = r.pos;
+    }
     if (want <= a.resident) continue;
-    // Failed (no memory): the owner's own writes fault the pages in, as
-    // they would without this; no more tries for this ring.
+    budget -= want - a.resident;
+    // Failed: the owner's own writes fault the pages in, as they would
+    // without this; no more tries for this ring.
     const auto start = reinterpret_cast<uintptr_t>(r.start);
     a.resident = make_resident(start + a.resident, start + want) ? want : r.bytes;
   }

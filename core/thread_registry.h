@@ -63,12 +63,13 @@ class ThreadRegistry {
   void for_each(F&& f) {
     for (ThreadSlot* s = head_.load(std::memory_order_acquire); s; s = s->next) f(*s);
   }
-  // Collector side, after draining `s`: the pages its owner will write next
-  // made resident now, on the collector's thread, so that the owner does
-  // not take a page fault every 32 records or 4 KiB of stacks while its
-  // rings fill for the first time (some 13 us each on the 2-core CI kind,
-  // inside a CUDA call: docs/performance.md, "Page faults").
-  void keep_ahead(ThreadSlot& s);
+  // Collector side, after draining an owned slot `s`: the pages its owner
+  // will write next made resident now, on the collector's thread, so that
+  // the owner does not take a page fault every 32 records or 4 KiB of
+  // stacks while its rings fill for the first time (some 13 us each on the
+  // 2-core CI kind, inside a CUDA call: docs/performance.md, "Page
+  // faults"). At most `budget` bytes, taken off it.
+  void keep_ahead(ThreadSlot& s, uint64_t& budget);
   // Collector side: after draining an exited slot, make it reusable.
   static void recycle_if_exited(ThreadSlot& s) {
     int expected = ThreadSlot::kExited;
