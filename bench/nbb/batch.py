@@ -30,7 +30,7 @@ PARTS = [
     [("demo", [], 15), ("device-check", [], 100), ("window-check", [], 120), ("handover", [], 45),
      ("interrupt", [], 25), ("census", ["--programs", "bursts,generate,jax"], 100)],
     [("memory-check", [], 200), ("corr-order", [], 35), ("py-frames", ["--bench"], 15), ("stack-cold", [], 35),
-     ("launch-cost", ["--pairs", "5"], 30), ("alloc-stack", ["--rounds", "3"], 20)],
+     ("launch-cost", ["--pairs", "5"], 30), ("alloc-stack", ["--rounds", "3"], 20), ("stack-sites", ["--pairs", "3"], 10)],
     [("compare", ["--process-pairs", "0"], 200), ("launch-gpu", ["--cupti", "act+ts+cb+flush", "--reps", "2"], 50),
      ("launch-cost", ["--pairs", "5", "--dormant"], 30), ("clock", [], 5)],
     [("overhead", ["--modes", "nostacks,callback,nojoin"], 90),
