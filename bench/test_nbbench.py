@@ -7,6 +7,7 @@ to the fake CUDA runtime) for real.
 
     NB_BUILD=build python3 bench/test_nbbench.py      (meson test bench)
 """
+import glob
 import gzip
 import json
 import os
@@ -297,9 +298,13 @@ class FakeGpuTest(unittest.TestCase):
             self.assertEqual(f.read().count("[exit "), 2)
 
     def test_compare(self):
-        _, folder = self.run_fake("compare", "--pairs", "1", "--process-pairs", "1", "--reps", "0")
+        out, folder = self.run_fake("compare", "--pairs", "1", "--process-pairs", "1", "--reps", "0")
         with open(os.path.join(folder, "compare.md")) as f:
-            self.assertEqual(f.read().count("| 1 | **"), 9)
+            table = f.read()
+        # Every mode's row: one that is missing says which run failed in the
+        # scenario's output ("inprocess MODE exited ...") and its log.
+        logs = "".join(open(p).read()[-3000:] for p in glob.glob(os.path.join(folder, "work", "*.log")))
+        self.assertEqual(table.count("| 1 | **"), 9, table + out + logs)
 
     def test_windows(self):
         out, _ = self.run_fake("window-check", "--parts", "census")
