@@ -104,12 +104,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  cuInit(0);
-  CUdevice dev;
-  cuDeviceGet(&dev, 0);
-  CUcontext ctx;
-  cuDevicePrimaryCtxRetain(&ctx, dev);
-  cuCtxSetCurrent(ctx);
+  if (fake_cuda::use_primary_context() != CUDA_SUCCESS) return 2;
   CUmodule mod;
   const std::string image = fake_cuda::module_image({"site_kernel"});
   cuModuleLoadData(&mod, image.c_str());
