@@ -21,17 +21,6 @@ namespace {
 constexpr size_t kHeaderBytes = 4096;
 constexpr uintptr_t kPage = 4096;
 
-// Whether the kernel has MADV_POPULATE_WRITE (Linux 5.14), asked once with
-// a page of our own: EINVAL from it means no, and from then on EINVAL could
-// only be an argument of ours.
-bool kernel_populates() {
-  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return false;
-  const bool ok = madvise(p, kPage, MADV_POPULATE_WRITE) == 0;
-  munmap(p, kPage);
-  return ok;
-}
-
 // One byte of each page of [from, to) read, by a load the sanitizers do
 // not see (the owner may be writing there: the value is not used). On the
 // CI kind's VM the first access to a page the kernel populated still took
@@ -59,6 +48,16 @@ bool make_resident(uintptr_t from, uintptr_t to) {
 }
 
 }  // namespace
+
+// Asked with a page of our own: EINVAL from it means no, and from then on
+// EINVAL could only be an argument of ours.
+bool ThreadRegistry::kernel_populates() {
+  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  const bool ok = madvise(p, kPage, MADV_POPULATE_WRITE) == 0;
+  munmap(p, kPage);
+  return ok;
+}
 
 ThreadSlot* ThreadRegistry::acquire(uint32_t tid) {
   ThreadSlot* slot = nullptr;

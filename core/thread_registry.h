@@ -70,6 +70,9 @@ class ThreadRegistry {
   // 2-core CI kind, inside a CUDA call: docs/performance.md, "Page
   // faults"). At most `budget` bytes, taken off it.
   void keep_ahead(ThreadSlot& s, uint64_t& budget);
+  // Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), which
+  // keep_ahead needs (without it the writer faults its pages in).
+  static bool kernel_populates();
   // Collector side: after draining an exited slot, make it reusable.
   static void recycle_if_exited(ThreadSlot& s) {
     int expected = ThreadSlot::kExited;

@@ -191,17 +191,10 @@ bool thp_always() {
   return std::getline(f, line) && line.find("[always]") != std::string::npos;
 }
 
-bool kernel_populates() {
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  const bool ok = madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0 || errno != EINVAL;
-  munmap(p, 4096);
-  return ok;
-}
-
 }  // namespace
 
 TEST_CASE("registry: the collector makes a ring's next pages resident, ahead of its writer", "[ring]") {
-  if (!kernel_populates()) {
+  if (!nb::ThreadRegistry::kernel_populates()) {
     WARN("skipped: this kernel has no MADV_POPULATE_WRITE (Linux 5.14), so nb leaves the pages to the writer");
     return;
   }
