@@ -259,6 +259,8 @@ bool finish(bool wait_for_other) {
   if (log::enabled(LogLevel::Debug)) {
     const std::string why = unwind_fallbacks_text();
     if (!why.empty()) log::debug(why);
+    const std::string memo = unwind_memo_text();
+    if (!memo.empty()) log::debug(memo);
   }
   if (const uint64_t late = calls_after_exit_began()) {
     log::print("nb: " + std::to_string(late) + " CUDA calls made while nb wrote its files at exit are not in them\n");

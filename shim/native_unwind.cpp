@@ -62,6 +62,9 @@ struct UnwindThread {
   uint32_t stacks;      // taken so far: every kCheckEvery-th asks the loader (check_loader)
   uint64_t stack_lo, stack_hi;  // the thread's stack; 0 until known
   bool no_stack;                // its bounds could not be had: always libunwind
+  // Frames walked, and of them read from the memos (the last stack, a
+  // recent one), since the last flush into g_frames_walked / g_frames_memo.
+  uint64_t frames_walked, frames_memo;
 };
 __thread UnwindThread t_unwind __attribute__((tls_model("initial-exec")));
 
@@ -83,6 +86,19 @@ unsigned long long g_adds = ~0ull, g_subs = ~0ull;
 // its next capture. An unload is seen at the next rule-cache miss of any
 // thread, and a stack during whose walk one was seen goes to libunwind.
 std::atomic<uint32_t> g_generation{0};
+
+// All threads' frames walked and read from the memos, for NB_LOG=debug
+// (unwind_memo_text): what share of a program's frames the memos serve
+// tells where its stacks' cost is. A thread adds its own counts every
+// kCheckEvery stacks and when it ends.
+std::atomic<uint64_t> g_frames_walked{0}, g_frames_memo{0};
+
+void flush_frame_counts(UnwindThread& t) {
+  if (t.frames_walked == 0) return;
+  g_frames_walked.fetch_add(t.frames_walked, std::memory_order_relaxed);
+  g_frames_memo.fetch_add(t.frames_memo, std::memory_order_relaxed);
+  t.frames_walked = t.frames_memo = 0;
+}
 
 // One dl_iterate_phdr pass, allocating nothing under the loader's lock: a
 // first pass (out null) says whether anything changed since the table was
@@ -343,6 +359,7 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
   Seen* next = t.seen[1];
   uint32_t k = 0, next_n = 0;
   uint32_t key = kRecent;  // the recent stacks' slot of this one: none yet
+  uint32_t from_memo = 0;
   // Every frame since the key's (up to the slot's size) read from frames
   // the slot holds already: then it need not be written again.
   bool slot_holds_it = false;
@@ -381,6 +398,7 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
       }
     }
     if (next_n < kRecentFrames) slot_holds_it = slot_holds_it && known;
+    from_memo += known;
     const cfi::Rule r = known ? last[k].rule : rule_for(t, lookup);
     if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
     if (r.kind == cfi::Kind::End) break;
@@ -442,6 +460,8 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     lookup = ra - 1;  // the call instruction's rules, not the next one's
   }
   if (g_generation.load(std::memory_order_relaxed) != generation) return kStale;
+  t.frames_walked += next_n;
+  t.frames_memo += from_memo;
   if (key != kRecent && !slot_holds_it) {
     const uint32_t kept = std::min(next_n, kRecentFrames);
     std::copy(next, next + kept, t.recent + key * kRecentFrames);
@@ -465,7 +485,10 @@ int unwind_native(uint64_t* out, int max) {
   // address, as unw_backtrace's is.
   asm volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
   if (sp < t.stack_lo || sp >= t.stack_hi) return give_up(kOtherStack, 0);  // a signal's, a coroutine's
-  if (__builtin_expect(++t.stacks % kCheckEvery == 0, 0)) check_loader();
+  if (__builtin_expect(++t.stacks % kCheckEvery == 0, 0)) {
+    check_loader();
+    flush_frame_counts(t);
+  }
   int n = walk(t, pc, sp, fp, out, max);
   // Once more from rules read afresh, rather than hand the stack to
   // libunwind: its own caches are never told of an unload, and after a
@@ -527,8 +550,25 @@ bool own_code_range(uint64_t& begin, uint64_t& end) {
   return end > begin;
 }
 
+UnwindFrameCounts unwind_frame_counts() {
+  flush_frame_counts(t_unwind);  // the calling thread's, so far
+  return {g_frames_walked.load(std::memory_order_relaxed), g_frames_memo.load(std::memory_order_relaxed)};
+}
+
+std::string unwind_memo_text() {
+  const auto [walked, memo] = unwind_frame_counts();
+  if (walked == 0) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "native frames walked by nb's unwinder: %llu, %.1f%% of them with the rule of a recent stack's "
+                "frame at the same address (the rest from the rule cache)",
+                static_cast<unsigned long long>(walked), 100.0 * static_cast<double>(memo) / static_cast<double>(walked));
+  return buf;
+}
+
 void release_unwind_thread() {
   UnwindThread& t = t_unwind;
+  flush_frame_counts(t);
   if (t.table != nullptr) munmap(t.table, sizeof(Entry) << t.bits);
   if (t.seen[0] != nullptr) munmap(std::min(t.seen[0], t.seen[1]), kSeenBytes);
   t = UnwindThread{};

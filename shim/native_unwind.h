@@ -35,6 +35,16 @@ __attribute__((noinline)) int unwind_native(uint64_t* out, int max);
 // For NB_LOG=debug at the end.
 std::string unwind_fallbacks_text();
 
+// How many native frames nb's unwinder walked so far (all threads: the
+// calling one's up to now, others' up to their last 32nd stack), and how
+// many of them it took from its memos of recent stacks.
+struct UnwindFrameCounts {
+  uint64_t walked, memo;
+};
+UnwindFrameCounts unwind_frame_counts();
+// The same as a line for NB_LOG=debug at the end ("" when none).
+std::string unwind_memo_text();
+
 // At the end of a thread that took stacks: frees its rule cache.
 void release_unwind_thread();
 

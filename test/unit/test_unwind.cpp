@@ -209,6 +209,24 @@ TEST_CASE("unwinder: stacks that share outer frames and differ inside, alternati
   }
 }
 
+TEST_CASE("unwinder: counts the frames it took from its memo of recent stacks", "[unit][unwind]") {
+  // The same stack 40 times from one place: after the first, every frame
+  // is at the address and pc it had in the last one.
+  const nb::shim::UnwindFrameCounts before = nb::shim::unwind_frame_counts();
+  for (int i = 0; i < 40; ++i) {
+    Both b;
+    leaf(b, 64);
+    require_same(b);
+  }
+  const nb::shim::UnwindFrameCounts after = nb::shim::unwind_frame_counts();
+  const uint64_t walked = after.walked - before.walked, memo = after.memo - before.memo;
+  INFO("walked " << walked << ", from the memo " << memo);
+  CHECK(walked >= 40 * 4);
+  CHECK(memo * 10 >= walked * 9);
+  CHECK(memo < walked);  // the first of them had its own frames to read
+  CHECK(nb::shim::unwind_memo_text().find("native frames walked by nb's unwinder") == 0);
+}
+
 namespace {
 using CallThrough = void (*)(void (*)(void*), void*);
 
