@@ -58,10 +58,23 @@ class NbWindow:
             if time.time() > deadline:
                 sys.exit(f"inprocess: nb's window {self.windows} was not written")
             time.sleep(0.01)
+        # The table is not nb's last file of a window (source lines and
+        # folded stacks follow): wait until no file of it is being written
+        # (nb's <name>.partial) twice in a row, then remove what is there.
+        # One may still vanish in between (nb links a file in, then unlinks
+        # its .partial).
+        quiet = 0
+        while quiet < 2 and time.time() < deadline:
+            busy = glob.glob(f"{self.prefix}.w{self.windows}.*.partial*")
+            quiet = 0 if busy else quiet + 1
+            time.sleep(0.05)
         for line in footer_lines(table):  # nb's own account of its cost
             print(f"footer w{self.windows}", line, flush=True)
         for f in glob.glob(f"{self.prefix}.w{self.windows}.*"):
-            os.remove(f)
+            try:
+                os.remove(f)
+            except FileNotFoundError:
+                pass
 
 
 class CuptiFloor:
