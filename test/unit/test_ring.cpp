@@ -3,7 +3,6 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <cerrno>
 #include <fstream>
 #include <string>
 #include <thread>
