@@ -31,10 +31,21 @@ constexpr uint32_t kFirstBits = 10, kMaxBits = 16;
 // shares most of its outer frames, at the same stack addresses, so their
 // rules are read in order from here (a few lines the prefetcher sees
 // coming) instead of from one cache line of the table each.
+//
+// A frame's rbp is kept with it, so that a run of frames the same as the
+// last stack's can be checked by reading only what each step out of them
+// reads (its return address, the rbp it restores), at the stack addresses
+// the last stack had, all at once (verify_run), instead of one frame after
+// another, each address found from the frame before.
 struct Seen {
-  uint64_t sp, pc;
-  cfi::Rule rule;
+  uint64_t sp, pc, fp;
+  int32_t cfa_offset;
+  int16_t rbp_offset;
+  cfi::Kind kind;
+  bool fp_known;
+  cfi::Rule rule() const { return cfi::Rule{cfa_offset, rbp_offset, kind, 0}; }
 };
+static_assert(sizeof(Seen) == 32);
 constexpr uint32_t kSeen = 256;
 
 // The first frames of the thread's recent stacks, each kept by the first
@@ -335,6 +346,43 @@ int give_up(Reason why, uint64_t pc) {
   return -1;
 }
 
+// How far `run` (frames of one earlier stack, in order) still holds, from
+// its frame k, which the walk has reached with the same stack pointer and
+// pc: the index of the first frame past k that the stack no longer has, or
+// `end`. Stepping out of a frame with the same state by the same rule
+// reaches the same stack address, so each step is checked by what it reads
+// there: the return address, and the rbp it restores. None of these reads
+// waits for another (their addresses are the run's), so the cache misses
+// of a stack the program's work evicted come together rather than one
+// after another. rbp: from frame `fp_from` on, the walk's rbp is the
+// run's (k if it is at frame k; kNoFrame if not yet). Where it is not (rbp
+// holding data in code without frame pointers) the run goes on until a
+// frame would step by it; from the first frame that restores rbp from the
+// stack (or leaves it unknown to both) it is the run's. Only the rules the
+// walk follows by arithmetic (Rsp, Rbp) are taken. Until the walk has its
+// key frame (the first outside nb's code, [own_lo, own_hi)), the run ends
+// at that frame, so that the walk sees it.
+constexpr uint32_t kNoFrame = ~0u;
+__attribute__((no_sanitize("address", "thread"))) uint32_t verify_run(const Seen* run, uint32_t k, uint32_t end,
+                                                                       uint32_t& fp_from, uint64_t own_lo,
+                                                                       uint64_t own_hi) {
+  uint32_t j = k;
+  for (; j < end; ++j) {
+    const Seen& from = run[j];
+    const Seen& to = run[j + 1];
+    if (from.kind != cfi::Kind::Rsp && (from.kind != cfi::Kind::Rbp || j < fp_from)) break;
+    uint64_t differs = *reinterpret_cast<const uint64_t*>(to.sp - 8) ^ (to.pc + 1);
+    if (from.rbp_offset != cfi::kRbpUndefined && from.rbp_offset != cfi::kRbpSame) {
+      differs |= *reinterpret_cast<const uint64_t*>(to.sp + static_cast<uint64_t>(int64_t(from.rbp_offset))) ^ to.fp;
+    }
+    if (differs != 0) break;
+    // Restored from the stack, or unknown to both walks from here.
+    if (from.rbp_offset != cfi::kRbpSame && fp_from == kNoFrame) fp_from = j + 1;
+    if (to.pc < own_lo || to.pc >= own_hi) return j + 1;
+  }
+  return j;
+}
+
 // The walk from this state: a frame at `pc` (its exact rules; return
 // addresses after it look up the call before them) with these rsp and rbp.
 // kStale: an unload was seen during it (g_generation), so some of the rules
@@ -399,8 +447,32 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
     }
     if (next_n < kRecentFrames) slot_holds_it = slot_holds_it && known;
     from_memo += known;
-    const cfi::Rule r = known ? last[k].rule : rule_for(t, lookup);
-    if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, r};
+    if (known && fp_known == last[k].fp_known) {
+      // This frame is the earlier stack's: take the frames beyond it that
+      // the stack still has in one go (verify_run).
+      uint32_t fp_from = !fp_known || fp == last[k].fp ? k : kNoFrame;
+      const uint32_t room = std::min<uint32_t>(static_cast<uint32_t>(max - n), kSeen - next_n);
+      const bool keyed = key != kRecent;
+      const uint32_t e = verify_run(last, k, std::min(last_n - 1, k + room), fp_from, keyed ? 0 : t.own_lo,
+                                    keyed ? ~0ull : t.own_hi);  // keyed: no frame ends the run
+      if (e > k) {
+        for (uint32_t j = k; j < e; ++j) {
+          next[next_n] = last[j];
+          if (j < fp_from) next[next_n].fp = fp;  // this walk's rbp, until the run restores it
+          ++next_n;
+          out[n++] = last[j + 1].pc + 1;
+        }
+        from_memo += e - k - 1;  // frame k is counted above, frame e on the next turn
+        k = e;
+        sp = last[e].sp;
+        lookup = last[e].pc;
+        if (e >= fp_from) fp = last[e].fp;
+        fp_known = last[e].fp_known;
+        continue;  // frame e, by the rule it had
+      }
+    }
+    const cfi::Rule r = known ? last[k].rule() : rule_for(t, lookup);
+    if (next_n < kSeen) next[next_n++] = Seen{sp, lookup, fp, r.cfa_offset, r.rbp_offset, r.kind, fp_known};
     if (r.kind == cfi::Kind::End) break;
     if (r.kind == cfi::Kind::Unknown) return give_up(kNoRuleNow, lookup);
     if (r.kind == cfi::Kind::Chain) {

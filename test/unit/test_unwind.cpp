@@ -23,6 +23,7 @@
 extern "C" void nb_test_no_cfi_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_realigned_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_odd_rbp_call(void (*f)(void*), void* arg);
+extern "C" void nb_test_rbp_data_call(void (*f)(void*), void* arg, uint64_t rbp);
 
 namespace {
 
@@ -138,6 +139,30 @@ nb_test_odd_rbp_call:   /* nb_test_no_cfi_call(f, arg) with rbp holding no frame
   .size nb_test_odd_rbp_call, .-nb_test_odd_rbp_call
 )");
 
+// A function with unwind tables that keeps data in rbp while it calls
+// (rbp as a general register, saved at CFA - 16): nb_test_rbp_data_call(f,
+// arg, value) calls f(arg) with rbp = value.
+asm(R"(
+  .text
+  .p2align 4
+  .globl nb_test_rbp_data_call
+  .type nb_test_rbp_data_call, @function
+nb_test_rbp_data_call:
+  .cfi_startproc
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  mov %rdx, %rbp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  pop %rbp
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size nb_test_rbp_data_call, .-nb_test_rbp_data_call
+)");
+
 // A frame realigned as GCC does it for 64-byte aligned locals (DRAP, as in
 // cuBLASLt): in its body the CFA is read from the frame (*(rbp - 8), where
 // r10 was pushed) and the caller's rbp is at rbp + 0, both DWARF
@@ -204,6 +229,58 @@ TEST_CASE("unwinder: stacks that share outer frames and differ inside, alternati
       case 2: with_alloca(b, 64, 64 + 16 * i); break;
       default: leaf(b, 64); break;
     }
+    INFO("stack " << i);
+    require_same(b);
+  }
+}
+
+namespace {
+// Two callers with one frame layout (one template): stacks through either
+// are at the same stack addresses, with the same pcs inside them, and
+// differ in the return address into the caller, and beyond.
+template <int N>
+__attribute__((noinline)) void same_frame_caller(Both& b) {
+  leaf(b, 64);
+  g_sink = g_sink + N;
+}
+
+// A frame-pointer frame (its CFA from rbp) above nb_test_rbp_data_call:
+// the stack's rbp holds `data` inside, and this frame's own rbp beyond.
+__attribute__((noinline)) void rbp_frame_over_data(Both& b, uint64_t data) {
+  volatile size_t size = 48;
+  char* p = static_cast<char*>(alloca(size));
+  p[1] = 0;
+  nb_test_rbp_data_call([](void* arg) { leaf(*static_cast<Both*>(arg), 64); }, &b, data);
+  g_sink = g_sink + p[1];
+}
+}  // namespace
+
+TEST_CASE("unwinder: stacks the same up to a frame, then different (another caller at the same depth)",
+          "[unit][unwind]") {
+  // Each stack's inner frames are at the last one's stack addresses and
+  // pcs; the frame past them returns elsewhere in turn.
+  const nb::shim::UnwindFrameCounts before = nb::shim::unwind_frame_counts();
+  for (int i = 0; i < 24; ++i) {
+    Both b;
+    if (i % 2 == 0) {
+      same_frame_caller<1>(b);
+    } else {
+      same_frame_caller<2>(b);
+    }
+    INFO("stack " << i);
+    require_same(b);
+  }
+  const nb::shim::UnwindFrameCounts after = nb::shim::unwind_frame_counts();
+  CHECK((after.memo - before.memo) * 2 >= after.walked - before.walked);  // the memo was in use
+}
+
+TEST_CASE("unwinder: rbp holding data that changes between stacks, a frame-pointer frame beyond", "[unit][unwind]") {
+  // Inside, rbp is data (another value each stack); the frame-pointer
+  // frame's CFA comes from the rbp restored out of nb_test_rbp_data_call's
+  // frame. Same stack addresses and pcs each time.
+  for (int i = 0; i < 24; ++i) {
+    Both b;
+    rbp_frame_over_data(b, 0x1000 + 16 * static_cast<uint64_t>(i % 3));
     INFO("stack " << i);
     require_same(b);
   }
