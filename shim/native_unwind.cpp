@@ -413,10 +413,11 @@ __attribute__((no_sanitize("address", "thread"))) int walk(UnwindThread& t, uint
   bool slot_holds_it = false;
   // The slots the walk will read where the last stack's frames were (a
   // return address and a saved rbp below each frame's stack pointer), asked
-  // of the cache at once: the walk reads them one after another, each
-  // address found from the frame before, and frames the program's own work
-  // evicted since would cost a miss each in turn (docs/performance.md, "A
-  // stack with cold caches"). A prefetch never faults.
+  // of the cache at once: outside a run (verify_run) the walk reads them one
+  // after another, each address found from the frame before, and frames the
+  // program's own work evicted since would cost a miss each in turn
+  // (docs/performance.md, "A stack with cold caches"). A prefetch never
+  // faults.
   for (uint32_t i = 1; i < last_n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(last[i].sp - 16));
   while (n < max) {
     // The last stack's frame at this stack address, if it was at this pc.

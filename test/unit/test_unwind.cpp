@@ -24,6 +24,7 @@ extern "C" void nb_test_no_cfi_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_realigned_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_odd_rbp_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_rbp_data_call(void (*f)(void*), void* arg, uint64_t rbp);
+extern "C" void nb_test_fp_alloca_call(void (*f)(void*), void* arg, uint64_t bytes);
 
 namespace {
 
@@ -163,6 +164,32 @@ nb_test_rbp_data_call:
   .size nb_test_rbp_data_call, .-nb_test_rbp_data_call
 )");
 
+// A frame-pointer function (its CFA from rbp) that takes `bytes` (a
+// multiple of 16) below its frame pointer before it calls f(arg): its
+// callee's stack pointer depends on the bytes, its own rbp does not.
+asm(R"(
+  .text
+  .p2align 4
+  .globl nb_test_fp_alloca_call
+  .type nb_test_fp_alloca_call, @function
+nb_test_fp_alloca_call:
+  .cfi_startproc
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  mov %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  sub %rdx, %rsp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  leave
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size nb_test_fp_alloca_call, .-nb_test_fp_alloca_call
+)");
+
 // A frame realigned as GCC does it for 64-byte aligned locals (DRAP, as in
 // cuBLASLt): in its body the CFA is read from the frame (*(rbp - 8), where
 // r10 was pushed) and the caller's rbp is at rbp + 0, both DWARF
@@ -281,6 +308,39 @@ TEST_CASE("unwinder: rbp holding data that changes between stacks, a frame-point
   for (int i = 0; i < 24; ++i) {
     Both b;
     rbp_frame_over_data(b, 0x1000 + 16 * static_cast<uint64_t>(i % 3));
+    INFO("stack " << i);
+    require_same(b);
+  }
+}
+
+namespace {
+struct Nested {
+  Both* b;
+  uint64_t inner;
+};
+// Two frame-pointer frames, the outer taking 512 - INNER bytes and the
+// inner INNER: the frames inside them are at the same stack addresses and
+// pcs whatever INNER is, while the inner frame-pointer frame's rbp, and so
+// its CFA and every frame beyond, moves with it.
+__attribute__((noinline)) void fp_frames_shifted(Both& b, uint64_t inner) {
+  Nested n{&b, inner};
+  nb_test_fp_alloca_call(
+      [](void* arg) {
+        auto* nested = static_cast<Nested*>(arg);
+        nb_test_fp_alloca_call([](void* b2) { leaf(*static_cast<Both*>(b2), 64); }, nested->b, nested->inner);
+      },
+      &n, 512 - inner);
+  g_sink = g_sink + 1;
+}
+}  // namespace
+
+TEST_CASE("unwinder: frames at the last stack's addresses below a frame-pointer frame that moved", "[unit][unwind]") {
+  // The inner frames match the last stack's, but rbp (the inner
+  // frame-pointer frame's) does not: the walk must step that frame by this
+  // stack's rbp, not take the last stack's frames beyond it.
+  for (int i = 0; i < 24; ++i) {
+    Both b;
+    fp_frames_shifted(b, i % 2 == 0 ? 128 : 256);
     INFO("stack " << i);
     require_same(b);
   }
