@@ -25,6 +25,12 @@ extern "C" void nb_test_realigned_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_odd_rbp_call(void (*f)(void*), void* arg);
 extern "C" void nb_test_rbp_data_call(void (*f)(void*), void* arg, uint64_t rbp);
 extern "C" void nb_test_fp_alloca_call(void (*f)(void*), void* arg, uint64_t bytes);
+extern "C" void nb_test_rbp_undefined_call(void (*f)(void*), void* arg, uint64_t unused);
+using NbTestInnerCall = void (*)(void (*)(void*), void*, uint64_t);
+extern "C" void nb_test_shallow_call(void (*f)(void*), void* arg, uint64_t data, NbTestInnerCall inner, uint64_t sp,
+                                     uint64_t rbp);
+extern "C" void nb_test_deep_call(void (*f)(void*), void* arg, uint64_t data, NbTestInnerCall inner, uint64_t sp,
+                                  uint64_t rbp);
 
 namespace {
 
@@ -190,6 +196,87 @@ nb_test_fp_alloca_call:
   .size nb_test_fp_alloca_call, .-nb_test_fp_alloca_call
 )");
 
+// nb_test_shallow_call / nb_test_deep_call(f, arg, data, inner, sp, rbp):
+// set rbp to `rbp` (saving the caller's) and call nb_test_fp_at_call, from
+// 16 or 272 bytes lower. nb_test_fp_at_call is a frame-pointer frame (CFA
+// from rbp) that moves rsp to `sp` before it calls inner(f, arg, data): the
+// frames inside it are at the same addresses under either caller, while its
+// rbp (and CFA) is 256 bytes lower under the deep one, and its return
+// address differs.
+asm(R"(
+  .text
+  .p2align 4
+  .type nb_test_fp_at_call, @function
+nb_test_fp_at_call:
+  .cfi_startproc
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  mov %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  mov %r8, %rsp
+  call *%rcx
+  leave
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size nb_test_fp_at_call, .-nb_test_fp_at_call
+
+  .macro NB_TEST_PAD_CALL name, pad
+  .p2align 4
+  .globl \name
+  .type \name, @function
+\name:
+  .cfi_startproc
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  sub $\pad, %rsp
+  .cfi_def_cfa_offset 16 + \pad
+  mov %r9, %rbp
+  call nb_test_fp_at_call
+  add $\pad, %rsp
+  .cfi_def_cfa_offset 16
+  pop %rbp
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size \name, .-\name
+  .endm
+  NB_TEST_PAD_CALL nb_test_shallow_call, 16
+  NB_TEST_PAD_CALL nb_test_deep_call, 272
+  .purgem NB_TEST_PAD_CALL
+)");
+
+// nb_test_rbp_undefined_call(f, arg, unused): calls f(arg) with rbp overwritten,
+// the caller's kept in rbx, which its tables do not say
+// (.cfi_undefined %rbp): no unwinder can know rbp beyond this frame.
+asm(R"(
+  .text
+  .p2align 4
+  .globl nb_test_rbp_undefined_call
+  .type nb_test_rbp_undefined_call, @function
+nb_test_rbp_undefined_call:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbx, -16
+  mov %rbp, %rbx
+  .cfi_undefined %rbp
+  mov $0x5a5a0, %ebp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  mov %rbx, %rbp
+  .cfi_same_value %rbp
+  pop %rbx
+  .cfi_restore %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size nb_test_rbp_undefined_call, .-nb_test_rbp_undefined_call
+)");
+
 // A frame realigned as GCC does it for 64-byte aligned locals (DRAP, as in
 // cuBLASLt): in its body the CFA is read from the frame (*(rbp - 8), where
 // r10 was pushed) and the caller's rbp is at rbp + 0, both DWARF
@@ -346,6 +433,111 @@ TEST_CASE("unwinder: frames at the last stack's addresses below a frame-pointer 
   }
 }
 
+namespace {
+// One stack through nb_test_shallow_call or nb_test_deep_call (above), whose
+// nb_test_fp_at_call calls `inner` (nb_test_rbp_data_call with `data`, or
+// nb_test_rbp_undefined_call), which calls leaf. kShallowFp for data or
+// rbp: nb_test_fp_at_call's rbp under nb_test_shallow_call.
+constexpr uint64_t kShallowFp = 1;
+struct FpAt {
+  bool deep;
+  NbTestInnerCall inner;
+  uint64_t data, rbp;
+};
+
+void to_leaf(void* b) { leaf(*static_cast<Both*>(b), 64); }
+
+uint64_t g_fp_at_sp = 0;
+// Called by nb_test_rbp_data_call inside nb_test_fp_at_call: its CFA is
+// g_fp_at_sp, and it saved nb_test_fp_at_call's rbp 16 bytes below.
+void read_fp_at_rbp(void* out) {
+  *static_cast<uint64_t*>(out) = *reinterpret_cast<volatile uint64_t*>(g_fp_at_sp - 16);
+}
+
+// The stacks, one after another from this frame with nothing else called
+// in between (the comparisons come after): what a stack leaves in the 4 KiB
+// gap below nb_test_fp_at_call (where a deep one's frame was, under a
+// shallow one) stays there for the next, as a stale copy that passes the
+// run's slot checks if a guard lets the walk read it.
+__attribute__((noinline)) void take_fp_at(const std::vector<FpAt>& shapes, std::vector<Both>& out,
+                                          uint64_t fp[2]) {
+  uint64_t here;
+  asm volatile("mov %%rsp, %0" : "=r"(here));
+  const uint64_t sp = (here - 4096) & ~uint64_t{15};
+  g_fp_at_sp = sp;
+  decltype(&nb_test_deep_call) calls[2] = {nb_test_shallow_call, nb_test_deep_call};
+  for (int deep = 0; deep < 2; ++deep) calls[deep](read_fp_at_rbp, &fp[deep], 0, nb_test_rbp_data_call, sp, 0);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const FpAt& s = shapes[i];
+    auto call = calls[s.deep];
+    asm volatile("" : "+r"(call));  // one call site: the frame beyond is the same in every stack
+    call(to_leaf, &out[i], s.data == kShallowFp ? fp[0] : s.data, s.inner, sp,
+         s.rbp == kShallowFp ? fp[0] : s.rbp);
+  }
+}
+}  // namespace
+
+TEST_CASE("unwinder: a frame-pointer frame at the last stack's address and pc, its rbp moved, reached in a run "
+          "past a frame that restored rbp",
+          "[unit][unwind]") {
+  // Each round: deep (rbp data 0x1000), deep again (data: the shallow
+  // nb_test_fp_at_call's rbp), shallow; rbp in nb_test_*_call is that value
+  // too. The frames up to nb_test_fp_at_call are at the same addresses and
+  // pcs each time, and in the gap below a shallow one the deep stack's
+  // slots remain (take_fp_at): a walk misled into the deep CFA finds its
+  // return address into nb_test_deep_call there, and reports it.
+  // - The second deep stack's run starts where rbp is the data and passes
+  //   nb_test_rbp_data_call, which restores it: the frames beyond must be
+  //   remembered with their own rbp, not the data, or the shallow stack's
+  //   run finds rbp "the same" at nb_test_fp_at_call and steps it by the
+  //   deep CFA.
+  // - The shallow stack's walk reaches nb_test_fp_at_call with an rbp other
+  //   than the last stack's, before any frame of its run restored rbp: the
+  //   run must stop there, and the frame be stepped by this rbp.
+  REQUIRE(libunwind() != nullptr);
+  std::vector<FpAt> shapes;
+  for (int round = 0; round < 8; ++round) {
+    shapes.push_back({true, nb_test_rbp_data_call, 0x1000, kShallowFp});
+    shapes.push_back({true, nb_test_rbp_data_call, kShallowFp, kShallowFp});
+    shapes.push_back({false, nb_test_rbp_data_call, 0x2000, kShallowFp});
+  }
+  std::vector<Both> stacks(shapes.size());
+  uint64_t fp[2] = {0, 0};
+  take_fp_at(shapes, stacks, fp);
+  REQUIRE(fp[0] - fp[1] == 256);  // the shapes are as the asm says
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    INFO("stack " << i << (shapes[i].deep ? " (deep)" : " (shallow)"));
+    require_same(stacks[i]);
+  }
+}
+
+TEST_CASE("unwinder: a frame-pointer frame at the last stack's address and pc, reached with rbp unknown this time",
+          "[unit][unwind]") {
+  // The last stack (deep) had rbp known at nb_test_fp_at_call; this one
+  // (shallow) reaches it through nb_test_rbp_undefined_call, rbp unknown:
+  // its CFA cannot be had, so nb must leave the stack to libunwind (-1),
+  // not take the last stack's frames from there (stale, the deep ones).
+  REQUIRE(libunwind() != nullptr);
+  std::vector<FpAt> shapes;
+  for (int round = 0; round < 8; ++round) {
+    shapes.push_back({true, nb_test_rbp_data_call, 0x1000, 0x1000});
+    shapes.push_back({false, nb_test_rbp_undefined_call, 0, 0x1000});
+  }
+  std::vector<Both> stacks(shapes.size());
+  uint64_t fp[2] = {0, 0};
+  take_fp_at(shapes, stacks, fp);
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    INFO("stack " << i);
+    if (shapes[i].deep) {
+      require_same(stacks[i]);
+    } else {
+      CHECK(stacks[i].nb_n == -1);
+    }
+  }
+  CHECK(nb::shim::unwind_fallbacks_text().find("a frame-pointer rule with the frame pointer unknown") !=
+        std::string::npos);
+}
+
 TEST_CASE("unwinder: counts the frames it took from its memo of recent stacks", "[unit][unwind]") {
   // The same stack 40 times from one place: after the first, every frame
   // is at the address and pc it had in the last one.
@@ -383,10 +575,11 @@ bool returns_into(const Both& b, CallThrough fn, uint64_t bytes) {
 }  // namespace
 
 TEST_CASE("unwinder: through a function that has no unwind tables, by its frame pointer", "[unit][unwind]") {
+  const std::string before = nb::shim::unwind_fallbacks_text();  // another case leaves stacks to libunwind
   const Both b = through(nb_test_no_cfi_call);
   require_same(b);
   CHECK(returns_into(b, nb_test_no_cfi_call, 32));
-  CHECK(nb::shim::unwind_fallbacks_text().find("frame-pointer rule") == std::string::npos);
+  CHECK(nb::shim::unwind_fallbacks_text() == before);  // nb read it, not libunwind
 }
 
 TEST_CASE("unwinder: through a function without tables whose caller keeps no frame pointer in rbp", "[unit][unwind]") {
