@@ -297,6 +297,14 @@ class FakeGpuTest(unittest.TestCase):
         with open(os.path.join(folder, "work", "pairs.log")) as f:
             self.assertEqual(f.read().count("[exit "), 2)
 
+    def test_stack_decode(self):
+        shim = os.path.join(BUILD, "shim", "libnb_shim.so")
+        out, _ = self.run_fake("stack-decode", "--rounds", "1", "--steps", "2", "--base-shim", shim)
+        for side in ("base-0", "shim-0"):
+            self.assertRegex(out, side + r": native us [0-9.]+, Python us [0-9.]+, median stack us [0-9.]+, "
+                                          r"native frames [0-9.]+, Python frames [1-9][0-9.]*, memo share % [0-9.]+")
+        self.assertRegex(out, r"\| native us \| \*\*[0-9.]+\*\* \([0-9.]+–[0-9.]+\) \| \*\*[0-9.]+\*\*")
+
     def test_compare(self):
         out, folder = self.run_fake("compare", "--pairs", "1", "--process-pairs", "1", "--reps", "0")
         with open(os.path.join(folder, "compare.md")) as f:

@@ -11,6 +11,7 @@ from .footer import footer_lines
 from .pairs import Pairs, abba
 from .registry import csv, option, scenario
 from .run import NB_MODES
+from .scenarios_host import stack_footer
 
 PEERS = ["cupti", "memhist-python", "memhist-all", "prof-cuda", "prof-cpu-cuda"]
 PEER_NAMES = {
@@ -150,6 +151,70 @@ def pairs(ctx, a):
                 + (f", at most {a.deadline:.0f} s" if a.deadline else ""))
     p = process_pairs(ctx, a.modes, a.rounds, a.deadline, a.report, a.extra_rounds)
     ctx.say(p.table())
+
+
+def stack_line(text, prefix, after, before):
+    """The number between `after` and `before` (the last of a ", " list
+    there) in the first line of `text` that holds `prefix`; None without."""
+    for line in text.splitlines():
+        if prefix in line and after in line:
+            try:
+                return float(line.split(after, 1)[1].split(before, 1)[0].rsplit(", ", 1)[-1])
+            except ValueError:
+                return None
+    return None
+
+
+@scenario("stack-decode", gpu=True,
+          backs="performance.md: a stack's cost in the decode loop (nb's footer), one build against another",
+          options=[option("--rounds", type=int, default=3, help="ABBA rounds (one run of each side a round)"),
+                   option("--steps", type=int, default=64, help="decode steps of each run"),
+                   option("--base-shim", help="the other side runs under this shim (else only the shim)")])
+def stack_decode(ctx, a):
+    """The seed's decode loop (workloads/decode.py seed STEPS) under the
+    shim with a native and Python stack on every call (NB_STACKS=all,
+    NB_LOG=debug), and with --base-shim under that shim in ABBA rounds.
+    From each run's footer: native and Python us per stack (the means of
+    the timed stacks) and the median stack; from its log: the native
+    frames nb's unwinder walked and the share read from its memos; the
+    frames a stack. Runs differ by up to half in one build, so compare
+    sides only over rounds."""
+    sides = ["base", "shim"] if a.base_shim else ["shim"]
+    ctx.section(f"{a.rounds} rounds of decode.py seed {a.steps}, NB_STACKS=all"
+                + (f", against {a.base_shim}" if a.base_shim else ""))
+    got = {}  # side -> metric -> values
+    for i in range(a.rounds):
+        for side in abba(i, sides):
+            tag = f"{side}-{i}"
+            env = dict(ctx.gpu_env(), LD_PRELOAD=ctx.build.shim if side == "shim" else os.path.abspath(a.base_shim),
+                       NB_OUT=ctx.path(tag), NB_PRINT_TABLE="0", NB_STACKS="all", NB_LOG="debug")
+            out = ctx.run(ctx.decode("seed", a.steps), env=env, log=tag)
+            if ctx.dry:
+                continue
+            table = ctx.path(tag + ".table.txt")
+            costs = stack_footer(table)
+            if out.rc != 0 or costs is None:
+                raise SystemExit(f"stack-decode: {tag} exited {out.rc}, footer {costs} (work/{tag}.log)")
+            stacks = "".join(line for line in footer_lines(table) if line.startswith("Stacks taken"))
+            row = {"native us": costs[0], "Python us": costs[1], "median stack us": costs[2],
+                   "native frames": stack_line(stacks, "per stack", "per stack ", " native frames"),
+                   "Python frames": stack_line(stacks, "per stack", " native frames and ", " Python frames"),
+                   "memo share %": stack_line(out, "frames walked by nb's unwinder", "unwinder: ", "% of them")}
+            ctx.say(f"{tag}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+            for k, v in row.items():
+                if v is not None:
+                    got.setdefault(side, {}).setdefault(k, []).append(v)
+    if ctx.dry:
+        return
+    metrics = list(next(iter(got.values())).keys())
+    ctx.say("| metric | " + " | ".join(f"{s}: median of {a.rounds} (min–max)" for s in sides) + " |")
+    ctx.say("| --- |" + " --- |" * len(sides))
+    for m in metrics:
+        cells = []
+        for s in sides:
+            xs = got.get(s, {}).get(m, [])
+            cells.append(f"**{statistics.median(xs):.2f}** ({min(xs):.2f}–{max(xs):.2f})" if xs else "–")
+        ctx.say(f"| {m} | " + " | ".join(cells) + " |")
 
 
 def launch_runs(ctx, reps, bursts, cupti, nb_modes):
