@@ -177,8 +177,8 @@ def stack_decode(ctx, a):
     From each run's footer: native and Python us per stack (the means of
     the timed stacks) and the median stack; from its log: the native
     frames nb's unwinder walked and the share read from its memos; the
-    frames a stack. Runs differ by up to half in one build, so compare
-    sides only over rounds."""
+    frames a stack; a run's exit status where not 0. Runs differ by up
+    to half in one build, so compare sides only over rounds."""
     sides = ["base", "shim"] if a.base_shim else ["shim"]
     ctx.section(f"{a.rounds} rounds of decode.py seed {a.steps}, NB_STACKS=all"
                 + (f", against {a.base_shim}" if a.base_shim else ""))
@@ -193,14 +193,16 @@ def stack_decode(ctx, a):
                 continue
             table = ctx.path(tag + ".table.txt")
             costs = stack_footer(table)
-            if out.rc != 0 or costs is None:
-                raise SystemExit(f"stack-decode: {tag} exited {out.rc}, footer {costs} (work/{tag}.log)")
+            if costs is None:
+                raise SystemExit(f"stack-decode: no stack footer from {tag} (exit {out.rc}, work/{tag}.log)")
             stacks = "".join(line for line in footer_lines(table) if line.startswith("Stacks taken"))
             row = {"native us": costs[0], "Python us": costs[1], "median stack us": costs[2],
                    "native frames": stack_line(stacks, "per stack", "per stack ", " native frames"),
                    "Python frames": stack_line(stacks, "per stack", " native frames and ", " Python frames"),
                    "memo share %": stack_line(out, "frames walked by nb's unwinder", "unwinder: ", "% of them")}
-            ctx.say(f"{tag}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+            # The exit status is told, not judged: a sanitizer build's leak
+            # report at exit, say, leaves the figures as they are.
+            ctx.say(f"{tag}: " + ", ".join(f"{k} {v}" for k, v in row.items()) + (f" (exit {out.rc})" if out.rc else ""))
             for k, v in row.items():
                 if v is not None:
                     got.setdefault(side, {}).setdefault(k, []).append(v)
