@@ -154,6 +154,7 @@ const PyApi* resolve() {
   PyApi a{};
   if (!lookup_api(h, a)) return nullptr;
   a.layout = find_layout(h, a);
+  a.runtime = find_runtime(h, a, a.layout);
   find_eval_range(h);
   g_api_storage = a;
   g_api.store(&g_api_storage, std::memory_order_release);
@@ -171,6 +172,23 @@ inline const PyApi* api() {
   }
   t_until_retry = kRetryEvery - 1;
   return resolve();
+}
+
+// Whether this thread's state is read through _PyRuntime's key (once
+// PyApi::runtime was found): 0 not known yet, 1 yes, -1 no. Decided at the
+// first capture on a thread Python knows, by comparing the key's answer with
+// PyGILState_GetThisThreadState's: the key lies past structs whose size a
+// build could change (python_frames_shared.h).
+std::atomic<int> g_tss_read{0};
+
+inline void* thread_state(const PyApi& a) {
+  const int how = g_tss_read.load(std::memory_order_relaxed);
+  if (__builtin_expect(how > 0, 1)) return runtime_thread_state(a.runtime);
+  void* ts = a.gilstate_tstate();
+  if (how == 0 && ts != nullptr && a.runtime != nullptr) {
+    g_tss_read.store(runtime_thread_state(a.runtime) == ts ? 1 : -1, std::memory_order_relaxed);
+  }
+  return ts;
 }
 
 // ---- Code names -------------------------------------------------------------
@@ -191,14 +209,14 @@ uint32_t unknown() {
 size_t capture_python_frames(uint64_t* out, size_t max) {
   const python::PyApi* a = python::api();
   if (a == nullptr || max == 0) return 0;
-  if (!a->is_initialized()) {
+  if (!python::initialized(*a)) {
     // Finalized (or not yet initialized): code objects we hold or saw may be gone.
     python::forget_gil_codes();
     python::forget_released_codes();
     return 0;
   }
-  if (a->is_finalizing != nullptr && a->is_finalizing()) return 0;
-  void* ts = a->gilstate_tstate();
+  if (python::finalizing(*a)) return 0;
+  void* ts = python::thread_state(*a);
   if (ts == nullptr) return 0;  // a thread Python never saw
   void* cur = a->current_tstate();
   if (ts != cur) return python::capture_released(*a, ts, cur, out, max);
@@ -206,7 +224,7 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   // once a sub-interpreter was created, hence the comparison above; the
   // thread state must also be the main interpreter's, whose GIL guards the
   // code table.
-  if (!a->gil_check() || a->tstate_interp(ts) != a->main_interp()) return 0;
+  if (!a->gil_check() || a->tstate_interp(ts) != python::main_interpreter(*a)) return 0;
   return python::capture_with_gil(*a, out, max);
 }
 
@@ -214,7 +232,12 @@ const PythonCodes& python_codes() { return python::codes(); }
 
 bool python_finalizing() {
   const python::PyApi* a = python::api();
-  return a != nullptr && a->is_finalizing != nullptr && a->is_finalizing();
+  return a != nullptr && python::finalizing(*a);
+}
+
+bool python_flags_in_place() {
+  const python::PyApi* a = python::g_api.load(std::memory_order_acquire);
+  return a != nullptr && a->runtime != nullptr && python::g_tss_read.load(std::memory_order_relaxed) > 0;
 }
 
 uint64_t python_unknown_frames() { return python::g_unknown.load(std::memory_order_relaxed); }

@@ -50,6 +50,11 @@ const PythonCodes& python_codes();
 // code has finished and teardown has begun.
 bool python_finalizing();
 
+// Whether the interpreter's flags and this thread's state are read in place
+// from _PyRuntime (3.12, once checked against the calls that return them)
+// rather than asked through those calls.
+bool python_flags_in_place();
+
 // The id a frame gets when its code object cannot be given one (the table of
 // code objects is full, or its names could not be read); python_code_info
 // answers false for it.

@@ -68,4 +68,23 @@ const Layout* find_layout(void* h, PyApi& a) {
   return layout;
 }
 
+const char* find_runtime(void* h, const PyApi& a, const Layout* layout) {
+  if (layout == nullptr || layout->minor != 12 || a.is_finalizing == nullptr) return nullptr;
+  const auto* rt = static_cast<const char*>(real_dlsym(h, "_PyRuntime"));
+  Dl_info first, other;
+  if (rt == nullptr || dladdr(reinterpret_cast<void*>(a.is_initialized), &first) == 0 || dladdr(rt, &other) == 0 ||
+      other.dli_fbase != first.dli_fbase) {
+    return nullptr;
+  }
+  // Before Py_Initialize there is no main interpreter to compare with: the
+  // calls stay.
+  const void* main = a.main_interp();
+  if (a.is_initialized() == 0 || field<int>(rt, kRtInitialized) != 1 || main == nullptr ||
+      field<const void*>(rt, kRtMainInterp) != main) {
+    return nullptr;
+  }
+  if ((field<const void*>(rt, kRtFinalizing) != nullptr) != (a.is_finalizing() != 0)) return nullptr;
+  return rt;
+}
+
 }  // namespace nb::shim::python

@@ -105,6 +105,11 @@ constexpr signed char kOwnedByCStack = 3;     // 3.12+: the entry frame of a C â
 // Also fills `a`'s type objects, which that path checks objects against.
 const Layout* find_layout(void* h, PyApi& a);
 
+// &_PyRuntime of the interpreter `h` when its flags can be read in place
+// (3.12, PyApi::runtime), else null: the fields must agree with what the
+// functions answer now, and the main interpreter must exist.
+const char* find_runtime(void* h, const PyApi& a, const Layout* layout);
+
 // ---- Reading in place ----------------------------------------------------------
 
 // Every pointer is checked to be plausible before it is followed.

@@ -390,7 +390,7 @@ size_t walk_released(const PyApi& a, ThreadCache& tc, const void* ts, uint64_t* 
   for (size_t steps = 4 * max + 64; f != nullptr && n < max && steps != 0; --steps) {
     // Finalization frees other threads' states (and, from 3.11, their frames):
     // stop as soon as it begins.
-    if (!plausible(f) || a.is_finalizing()) return 0;
+    if (!plausible(f) || finalizing(a)) return 0;
     const void* code = field<const void*>(f, l.f_code);
     const void* back = field<const void*>(f, l.f_back);
     int addr;               // byte offset of the instruction, -1: not started
@@ -478,7 +478,7 @@ size_t capture_released(const PyApi& a, const void* ts, const void* cur, uint64_
     // may be this thread, in it.
     return 0;
   }
-  if (field<const void*>(ts, l->ts_interp) != a.main_interp()) return 0;
+  if (field<const void*>(ts, l->ts_interp) != main_interpreter(a)) return 0;
   ThreadCache* tc = thread_cache();
   if (tc == nullptr) return 0;
   switch (l->minor) {

@@ -1,5 +1,5 @@
 // shim/python_frames.cpp in a program that loads libpython late, with
-// dlopen, and embeds it: usage: py_frames_embed LIBPYTHON global|local
+// dlopen, and embeds it: usage: py_frames_embed LIBPYTHON global|local [loaded|initialized]
 //
 // Before the load and before Py_Initialize nothing is captured (and the
 // look-up is retried cheaply); a libpython loaded RTLD_LOCAL, which
@@ -7,7 +7,9 @@
 // stays pending; a Python call that released the GIL (PyEval_SaveThread)
 // captures the same frames; after Py_FinalizeEx and a second Py_InitializeEx
 // the new code objects are named right, with and without the GIL. Prints one
-// line per check; exit 1 on failure.
+// line per check; exit 1 on failure. With a third argument "initialized",
+// the interpreter is looked for only once initialized (as in a Python
+// program), and on 3.12 its flags are then read in place.
 #include <dlfcn.h>
 #include <execinfo.h>
 
@@ -127,6 +129,9 @@ void run_script(const char* script) {
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const bool local = std::strcmp(argv[2], "local") == 0;
+  // "initialized": the interpreter is first looked for after Py_Initialize,
+  // as in a Python program, so that its flags can be read in place (3.12).
+  const bool found_initialized = argc > 3 && std::strcmp(argv[3], "initialized") == 0;
 
   // No interpreter: nothing, cheaply.
   check("no interpreter: nothing captured", capture_n(5000) == 0);
@@ -144,10 +149,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
     return 2;
   }
-  check("loaded, not initialized: nothing captured", capture_n(5000) == 0);
+  if (!found_initialized) check("loaded, not initialized: nothing captured", capture_n(5000) == 0);
 
   sym<void (*)(int)>("Py_InitializeEx")(0);
-  check("initialized, no Python code running: nothing captured", capture_n(10) == 0);
+  // Enough calls for the look-up to be retried.
+  check("initialized, no Python code running: nothing captured", capture_n(found_initialized ? 5000 : 10) == 0);
   // Before 3.9 (no PyFrame_GetBack) the capture stays off.
   int major = 0, minor = 0;
   std::sscanf(sym<const char* (*)()>("Py_GetVersion")(), "%d.%d", &major, &minor);
@@ -166,6 +172,8 @@ int main(int argc, char** argv) {
     check("a pending exception does not stop the capture", g_with_error == 3);
     check("native frames in the evaluation loop are recognized", g_eval_pcs >= 1);
   }
+  const bool in_place = found_initialized && minor == 12 && major == 3;
+  check(in_place ? "flags read in place" : "flags asked through calls", nb::shim::python_flags_in_place() == in_place);
 
   void* saved = sym<void* (*)()>("PyEval_SaveThread")();
   check("GIL released: nothing captured", capture_n(10) == 0);
@@ -180,9 +188,11 @@ int main(int argc, char** argv) {
         g_stack == (supported ? "<string>:2:again <string>:5:<module>" : ""), g_stack);
   check("initialized again, GIL released: new code objects named right",
         g_released_stack == (supported ? "<string>:3:again <string>:5:<module>" : ""), g_released_stack);
+  check("initialized again: the same way of reading the flags", nb::shim::python_flags_in_place() == in_place);
   sym<int (*)()>("Py_FinalizeEx")();
 
   check("no frame went unnamed", nb::shim::python_unknown_frames() == 0);
-  std::printf("%s (%d.%d, %s)\n", g_failed ? "FAIL" : "PASS", major, minor, local ? "RTLD_LOCAL" : "RTLD_GLOBAL");
+  std::printf("%s (%d.%d, %s%s)\n", g_failed ? "FAIL" : "PASS", major, minor, local ? "RTLD_LOCAL" : "RTLD_GLOBAL",
+              found_initialized ? ", found once initialized" : "");
   return g_failed ? 1 : 0;
 }

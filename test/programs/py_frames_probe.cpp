@@ -273,4 +273,8 @@ __attribute__((visibility("default"))) int nb_probe_line_at(int minor, const uns
 __attribute__((visibility("default"))) unsigned long long nb_probe_unknown_frames() {
   return nb::shim::python_unknown_frames();
 }
+
+__attribute__((visibility("default"))) int nb_probe_flags_in_place() {
+  return nb::shim::python_flags_in_place() ? 1 : 0;
+}
 }
