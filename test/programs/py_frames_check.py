@@ -152,6 +152,7 @@ def main():
     check(f"the interpreter's flags read in place: {bool(in_place)}", gil.nb_probe_flags_in_place() == int(in_place))
     check("no garbage collection runs inside a capture", no_gc_inside_capture())
 
+    after_fork()
     if "--bench" in sys.argv:
         bench()
     sub_interpreters()  # last: it turns PyGILState_Check off for good
@@ -374,6 +375,30 @@ def non_ascii_names():
                                                               "/tmp/ßpäth.py:2:<?>", "<?>:2:fünf"), got)
     got = ns["fünf"](capture, gil)[1]
     check("with the GIL: a non-ASCII name", got == "/tmp/ßpäth.py:2:fünf", got)
+
+
+def after_fork():
+    # A forked child makes its thread states again (3.12: its key for them
+    # too, maybe another): its frames, with and without the GIL, on its main
+    # thread and on a new one, are the parent's way of capturing them.
+    import os
+    if not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            got = [level1(gil), level1(nogil)]  # @fork
+            t = threading.Thread(target=lambda: got.append(level1(nogil)))
+            t.start()
+            t.join()
+            code = 0 if (got[0] == got[1] and got[0][4].endswith(f":{line('fork')}:after_fork")
+                         and got[2][:4] == got[0][:4] and got[2][4].endswith(":<lambda>")) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    check("after fork: the child's frames, with and without the GIL, and on its new thread",
+          os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
 
 
 def sub_interpreters():

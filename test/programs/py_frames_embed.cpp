@@ -6,12 +6,14 @@
 // RTLD_DEFAULT cannot see, is found too; an exception pending at the capture
 // stays pending; a Python call that released the GIL (PyEval_SaveThread)
 // captures the same frames; after Py_FinalizeEx and a second Py_InitializeEx
-// the new code objects are named right, with and without the GIL. Prints one
+// (whose key for thread states is made to differ from the first one's) the
+// new code objects are named right, with and without the GIL. Prints one
 // line per check; exit 1 on failure. With a third argument "initialized",
 // the interpreter is looked for only once initialized (as in a Python
 // program), and on 3.12 its flags are then read in place.
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <cstdint>
@@ -182,6 +184,10 @@ int main(int argc, char** argv) {
   sym<int (*)()>("Py_FinalizeEx")();
   check("finalized: nothing captured", capture_n(10) == 0);
 
+  // A key taken now takes the number of the interpreter's key for its
+  // thread states, if finalizing freed it: the next one is another.
+  pthread_key_t held;
+  const bool key_held = pthread_key_create(&held, nullptr) == 0;
   sym<void (*)(int)>("Py_InitializeEx")(0);
   run_script("def again():\n    probe()\n    return probe_released()\n\nagain()\n");
   check("initialized again: new code objects named right",
@@ -190,6 +196,7 @@ int main(int argc, char** argv) {
         g_released_stack == (supported ? "<string>:3:again <string>:5:<module>" : ""), g_released_stack);
   check("initialized again: the same way of reading the flags", nb::shim::python_flags_in_place() == in_place);
   sym<int (*)()>("Py_FinalizeEx")();
+  if (key_held) pthread_key_delete(held);
 
   check("no frame went unnamed", nb::shim::python_unknown_frames() == 0);
   std::printf("%s (%d.%d, %s%s)\n", g_failed ? "FAIL" : "PASS", major, minor, local ? "RTLD_LOCAL" : "RTLD_GLOBAL",
