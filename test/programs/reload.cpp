@@ -102,7 +102,15 @@ int main(int argc, char** argv) {
     const bool unloaded = !loaded("libcuda.so.1");
     // Take the range the driver had, so that it loads elsewhere next time.
     if (unloaded && base != nullptr) {
-      void* got = mmap(base, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      // Another thread's passing mapping (nb's collector and writer allocate
+      // too) may lie there for a moment: try again for up to 2 s.
+      void* got = MAP_FAILED;
+      for (int tries = 0; tries < 400; ++tries) {
+        got = mmap(base, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (got != MAP_FAILED && got != base) munmap(got, 4096);  // a kernel that took it as a hint
+        if (got != MAP_FAILED || errno != EEXIST) break;
+        usleep(5000);
+      }
       if (got != base) {
         std::fprintf(stderr, "could not take %p (%s)\n", base, std::strerror(errno));
         if (std::getenv("RELOAD_MAPS")) std::system(("grep 7f /proc/" + std::to_string(getpid()) + "/maps >&2").c_str());
