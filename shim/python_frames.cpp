@@ -178,7 +178,7 @@ inline const PyApi* api() {
 // PyApi::runtime was found): 0 not known yet, 1 yes, -1 no. Decided at the
 // first capture on a thread Python knows, by comparing the key's answer with
 // PyGILState_GetThisThreadState's: the key lies past structs whose size a
-// build could change (python_frames_shared.h).
+// build could change (python_frames_layouts.h).
 std::atomic<int> g_tss_read{0};
 
 inline void* thread_state(const PyApi& a) {

@@ -12,6 +12,14 @@ namespace {
 
 constexpr const Layout* kLayouts[] = {&k39, &k310, &k311, &k312, &k313};
 
+// Whether `p` lies in the object the interpreter's functions came from:
+// two interpreters' halves must never be mixed.
+bool in_interpreter(const PyApi& a, const void* p) {
+  Dl_info first, other;
+  return dladdr(reinterpret_cast<void*>(a.is_initialized), &first) != 0 && dladdr(p, &other) != 0 &&
+         other.dli_fbase == first.dli_fbase;
+}
+
 // 3.13 publishes its own offsets (_Py_DebugOffsets, internal/pycore_runtime.h,
 // at the start of _PyRuntime) for out-of-process tools: they must agree with
 // ours. The numbers on the left are where each entry lies in that struct.
@@ -59,23 +67,16 @@ const Layout* find_layout(void* h, PyApi& a) {
   if (a.code_type == nullptr || a.frame_type == nullptr || a.unicode_type == nullptr || a.bytes_type == nullptr) {
     return nullptr;
   }
-  Dl_info first, other;
-  if (dladdr(reinterpret_cast<void*>(a.is_initialized), &first) == 0 || dladdr(a.code_type, &other) == 0 ||
-      other.dli_fbase != first.dli_fbase) {
-    return nullptr;
-  }
+  if (!in_interpreter(a, a.code_type)) return nullptr;
   if (minor == 13 && !debug_offsets_agree(h, *layout)) return nullptr;
   return layout;
 }
 
 const char* find_runtime(void* h, const PyApi& a, const Layout* layout) {
-  if (layout == nullptr || layout->minor != 12 || a.is_finalizing == nullptr) return nullptr;
+  // A layout implies a.is_finalizing (find_layout).
+  if (layout == nullptr || layout->minor != 12) return nullptr;
   const auto* rt = static_cast<const char*>(real_dlsym(h, "_PyRuntime"));
-  Dl_info first, other;
-  if (rt == nullptr || dladdr(reinterpret_cast<void*>(a.is_initialized), &first) == 0 || dladdr(rt, &other) == 0 ||
-      other.dli_fbase != first.dli_fbase) {
-    return nullptr;
-  }
+  if (rt == nullptr || !in_interpreter(a, rt)) return nullptr;
   // Before Py_Initialize there is no main interpreter to compare with: the
   // calls stay.
   const void* main = a.main_interp();

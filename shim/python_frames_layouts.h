@@ -5,6 +5,8 @@
 // Each version's walk is compiled with its table as constants, hence the
 // tables here, in a header, rather than behind a function.
 #pragma once
+#include <pthread.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -104,6 +106,46 @@ constexpr signed char kOwnedByCStack = 3;     // 3.12+: the entry frame of a C â
 // the GIL, or null when it is not one nb knows (python_frames_layouts.cpp).
 // Also fills `a`'s type objects, which that path checks objects against.
 const Layout* find_layout(void* h, PyApi& a);
+
+// ---- The interpreter's flags -----------------------------------------------------
+//
+// Where _PyRuntime (3.12, internal/pycore_runtime.h) keeps what the hot path
+// asks for. Its fields up to `interpreters` are placed early on purpose, for
+// tools that read them from outside; autoTSSkey lies after structs whose
+// size could in principle differ between builds, hence the check against
+// PyGILState_GetThisThreadState before it is used (python_frames.cpp).
+constexpr int kRtInitialized = 16;     // int initialized
+constexpr int kRtFinalizing = 24;      // _Py_atomic_address _finalizing
+constexpr int kRtMainInterp = 48;      // interpreters.main
+constexpr int kRtTssInitialized = 1544;  // autoTSSkey._is_initialized (Py_tss_t)
+constexpr int kRtTssKey = 1548;          // autoTSSkey._key (a pthread_key_t)
+
+// Py_IsInitialized()
+inline bool initialized(const PyApi& a) {
+  if (a.runtime != nullptr) return *reinterpret_cast<const volatile int*>(a.runtime + kRtInitialized) != 0;
+  return a.is_initialized() != 0;
+}
+
+// Py_IsFinalizing(); false when that cannot be asked.
+inline bool finalizing(const PyApi& a) {
+  if (a.runtime != nullptr) {
+    return __atomic_load_n(reinterpret_cast<void* const*>(a.runtime + kRtFinalizing), __ATOMIC_RELAXED) != nullptr;
+  }
+  return a.is_finalizing != nullptr && a.is_finalizing() != 0;
+}
+
+// PyInterpreterState_Main()
+inline const void* main_interpreter(const PyApi& a) {
+  if (a.runtime != nullptr) return *reinterpret_cast<const void* const volatile*>(a.runtime + kRtMainInterp);
+  return a.main_interp();
+}
+
+// What PyGILState_GetThisThreadState answers on 3.12, read through the key
+// as it is now (a fork or a new Py_Initialize makes another).
+inline void* runtime_thread_state(const char* runtime) {
+  if (*reinterpret_cast<const volatile int*>(runtime + kRtTssInitialized) == 0) return nullptr;
+  return pthread_getspecific(*reinterpret_cast<const volatile pthread_key_t*>(runtime + kRtTssKey));
+}
 
 // &_PyRuntime of the interpreter `h` when its flags can be read in place
 // (3.12, PyApi::runtime), else null: the fields must agree with what the

@@ -146,7 +146,7 @@ def main():
     check("native frames in the evaluation loop are recognized", level_eval() >= 1)
     check("other code is not in the evaluation loop", gil.nb_probe_main_pc_is_eval() == 0)
     check("no frame went unnamed", gil.nb_probe_unknown_frames() == 0)
-    # 3.12's flags and thread state are read from _PyRuntime (shim/python_frames_shared.h); other
+    # 3.12's flags and thread state are read from _PyRuntime (shim/python_frames_layouts.h); other
     # versions, and debug builds, ask the interpreter.
     in_place = sys.version_info[:2] == (3, 12) and not hasattr(sys, "gettotalrefcount")
     check(f"the interpreter's flags read in place: {bool(in_place)}", gil.nb_probe_flags_in_place() == int(in_place))
